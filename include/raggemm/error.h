@@ -1,0 +1,43 @@
+// The one error type of raggemm: every rejected input names the argument and
+// the offending value, so a CLI can print one line and a caller can branch on
+// the argument without parsing prose.
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+namespace raggemm {
+
+class Error : public std::runtime_error {
+ public:
+  // what() reads "<argument>=<value>: <message>".
+  Error(std::string argument, std::string value, const std::string& message);
+
+  const std::string& argument() const { return argument_; }
+  const std::string& value() const { return value_; }
+
+ private:
+  std::string argument_;
+  std::string value_;
+};
+
+// Formats any streamable value for an Error.
+template <class T>
+std::string to_display(const T& value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+[[noreturn]] void fail(const std::string& argument, const std::string& value,
+                       const std::string& message);
+
+// Checks a condition and throws Error naming argument and value otherwise.
+template <class T>
+void require(bool condition, const std::string& argument, const T& value,
+             const std::string& message) {
+  if (!condition) fail(argument, to_display(value), message);
+}
+
+}  // namespace raggemm

@@ -1,0 +1,73 @@
+// The public grouped-matmul ops: gmm (forward, and grad wrt lhs through
+// transpose_rhs) and tgmm (grad wrt rhs). Semantics: ../docs and DESIGN.md s.1.
+//
+//   gmm:  out[i,:] = lhs[i,:] @ rhs[group(i)]        rhs [G,K,N]
+//         out[i,:] = lhs[i,:] @ rhs[group(i)]^T      rhs [G,N,K] (transpose_rhs)
+//   tgmm: out[g]   = lhs[rows of g]^T @ dout[rows of g]        out [G,K,N]
+//
+// Rows past sum(group_sizes) come out zero; empty groups give zero tgmm
+// slices; accumulation is f32; results do not depend on the thread count.
+// Every argument is validated before anything is written.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "raggemm/tensor.h"
+
+namespace raggemm {
+
+enum class KernelVersion : uint8_t { kV1, kV2 };
+const char* kernel_name(KernelVersion version);  // "v1", "v2"
+KernelVersion parse_kernel(const std::string& name, const std::string& argument);
+
+// Kernel tiles: m rows of the output, k of the contracted dim, n output
+// columns. For tgmm, m and n tile the [K,N] output and k tiles the tokens.
+// A zero field means "not set": the op picks it (heuristic, or a plan).
+struct Tiles {
+  int64_t m = 0;
+  int64_t k = 0;
+  int64_t n = 0;
+  bool operator==(const Tiles&) const = default;
+};
+
+struct GmmOptions {
+  bool transpose_rhs = false;
+  Tiles tiles{};
+  KernelVersion kernel = KernelVersion::kV1;
+  int threads = 0;                 // 0: OpenMP's default
+  int input_buffer_count = 1;      // prefetch depth of packed panels, 1..4
+  // Expert parallelism: rhs holds groups [group_offset, group_offset + G_rhs)
+  // of group_sizes; rows of other groups come out zero.
+  int64_t group_offset = 0;
+
+  // v2 output stage (fused into the kernel; v1 refuses them):
+  bool fuse_swiglu = false;                  // rhs is gate|up along N; out [M,N/2]
+  std::optional<TensorView> col_scale;       // f32 [N_out] or [G_rhs, N_out]
+  std::optional<TensorView> col_bias;        // f32 [N_out] or [G_rhs, N_out]
+  std::optional<TensorView> row_scale;       // f32 [M]: per-row output scale
+};
+
+struct TgmmOptions {
+  Tiles tiles{};
+  KernelVersion kernel = KernelVersion::kV1;
+  int threads = 0;
+  int input_buffer_count = 1;
+  int64_t group_offset = 0;
+  int64_t local_groups = -1;  // -1: all of group_sizes from group_offset on
+};
+
+// Returns a new f32 tensor [M, N] (or [M, N/2] with fuse_swiglu).
+Tensor gmm(const TensorView& lhs, const TensorView& rhs, const TensorView& group_sizes,
+           const GmmOptions& options = {});
+// Writes into a caller-provided f32 [M, N_out] contiguous tensor.
+void gmm_into(const TensorView& lhs, const TensorView& rhs, const TensorView& group_sizes,
+              const TensorView& out, const GmmOptions& options = {});
+
+// Returns a new f32 tensor [G_local, K, N].
+Tensor tgmm(const TensorView& lhs, const TensorView& dout, const TensorView& group_sizes,
+            const TgmmOptions& options = {});
+void tgmm_into(const TensorView& lhs, const TensorView& dout, const TensorView& group_sizes,
+               const TensorView& out, const TgmmOptions& options = {});
+
+}  // namespace raggemm

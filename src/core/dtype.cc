@@ -1,0 +1,97 @@
+#include "raggemm/dtype.h"
+
+#include <cstring>
+
+#include "raggemm/error.h"
+
+namespace raggemm {
+namespace {
+
+uint32_t bits_of(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return bits;
+}
+
+float float_of(uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
+struct DTypeInfo {
+  DType dtype;
+  const char* name;
+  size_t size;
+};
+
+constexpr DTypeInfo kInfo[] = {
+    {DType::kF32, "f32", 4},         {DType::kBF16, "bf16", 2},
+    {DType::kF16, "f16", 2},         {DType::kI32, "i32", 4},
+    {DType::kI64, "i64", 8},         {DType::kI8, "i8", 1},
+    {DType::kU8, "u8", 1},           {DType::kF8E4M3, "fp8_e4m3", 1},
+    {DType::kF8E5M2, "fp8_e5m2", 1},
+};
+
+}  // namespace
+
+size_t dtype_size(DType dtype) { return kInfo[static_cast<int>(dtype)].size; }
+
+const char* dtype_name(DType dtype) { return kInfo[static_cast<int>(dtype)].name; }
+
+DType parse_dtype(std::string_view name, const std::string& argument) {
+  for (const DTypeInfo& info : kInfo) {
+    if (name == info.name) return info.dtype;
+  }
+  fail(argument, std::string(name),
+       "unknown dtype (expected f32, bf16, f16, i32, i64, i8, u8, fp8_e4m3 or fp8_e5m2)");
+}
+
+uint16_t f32_to_bf16(float value) {
+  uint32_t bits = bits_of(value);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) {
+    // NaN: keep the sign and the top payload bits, force the quiet bit.
+    return static_cast<uint16_t>((bits >> 16) | 0x0040u);
+  }
+  // Round to nearest even: add 0x7fff plus the lowest kept bit.
+  uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+
+uint16_t f32_to_f16(float value) {
+  uint32_t bits = bits_of(value);
+  uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  uint32_t abs = bits & 0x7fffffffu;
+  if (abs > 0x7f800000u) {  // NaN, quiet, keep top payload bits
+    return static_cast<uint16_t>(sign | 0x7e00u | ((abs >> 13) & 0x3ffu));
+  }
+  if (abs >= 0x477ff000u) {  // rounds to >= 65520: overflow to infinity
+    return static_cast<uint16_t>(sign | 0x7c00u);
+  }
+  if (abs < 0x38800000u) {  // below the smallest normal half (2^-14): subnormal or zero
+    // Value = abs_f * 2^24 units of the smallest subnormal; round to nearest even.
+    float scaled = float_of(abs) * 16777216.0f;  // exact: power-of-two scale
+    uint32_t whole = static_cast<uint32_t>(scaled);
+    float frac = scaled - static_cast<float>(whole);
+    if (frac > 0.5f || (frac == 0.5f && (whole & 1u))) ++whole;
+    return static_cast<uint16_t>(sign | whole);
+  }
+  // Normal: rebias the exponent (127 -> 15) and round 23 -> 10 mantissa bits.
+  uint32_t rebased = abs - (112u << 23);
+  uint32_t rounding = 0xfffu + ((rebased >> 13) & 1u);
+  return static_cast<uint16_t>(sign | ((rebased + rounding) >> 13));
+}
+
+float f16_to_f32(uint16_t half) {
+  uint32_t sign = static_cast<uint32_t>(half & 0x8000u) << 16;
+  uint32_t exponent = (half >> 10) & 0x1fu;
+  uint32_t mantissa = half & 0x3ffu;
+  if (exponent == 0x1f) return float_of(sign | 0x7f800000u | (mantissa << 13));
+  if (exponent == 0) {
+    float magnitude = static_cast<float>(mantissa) * (1.0f / 16777216.0f);
+    return sign ? -magnitude : magnitude;
+  }
+  return float_of(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+}
+
+}  // namespace raggemm
