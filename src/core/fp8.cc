@@ -1,0 +1,134 @@
+#include "raggemm/fp8.h"
+
+#include <array>
+#include <cstring>
+
+#include "raggemm/error.h"
+
+namespace raggemm {
+namespace {
+
+uint32_t bits_of(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return bits;
+}
+
+float float_of(uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
+// A small binary float format: exponent bias and mantissa width.
+struct MiniFloat {
+  int bias;
+  int mantissa_bits;
+};
+
+constexpr MiniFloat kE4M3{7, 3};
+constexpr MiniFloat kE5M2{15, 2};
+
+// Decodes the finite, non-NaN magnitude code (sign bit cleared). Exact: every
+// 8-bit float is an f32 value.
+float decode_magnitude(uint32_t code, MiniFloat format) {
+  uint32_t exponent = code >> format.mantissa_bits;
+  uint32_t mantissa = code & ((1u << format.mantissa_bits) - 1u);
+  if (exponent == 0) {
+    // Subnormal: mantissa units of 2^(1 - bias - mantissa_bits).
+    int unit_exp = 1 - format.bias - format.mantissa_bits;
+    return static_cast<float>(mantissa) * float_of(static_cast<uint32_t>(127 + unit_exp) << 23);
+  }
+  uint32_t f32_exponent = exponent - static_cast<uint32_t>(format.bias) + 127u;
+  return float_of((f32_exponent << 23) | (mantissa << (23 - format.mantissa_bits)));
+}
+
+// Rounds a finite non-negative f32 magnitude to the format's magnitude code,
+// nearest-even, without any overflow handling: the result may exceed the
+// format's largest finite code (callers saturate or overflow it). Codes grow
+// monotonically with the value, and a subnormal that rounds up to the
+// smallest normal lands on its code naturally.
+uint32_t round_magnitude(float magnitude, MiniFloat format) {
+  float min_normal = float_of(static_cast<uint32_t>(127 + 1 - format.bias) << 23);
+  if (magnitude < min_normal) {
+    // Scale so one subnormal unit is 1.0; exact (multiplication by a power of two).
+    int scale_exp = format.bias - 1 + format.mantissa_bits;
+    float scaled = magnitude * float_of(static_cast<uint32_t>(127 + scale_exp) << 23);
+    uint32_t whole = static_cast<uint32_t>(scaled);
+    float fraction = scaled - static_cast<float>(whole);  // exact: scaled < 2^mantissa_bits
+    if (fraction > 0.5f || (fraction == 0.5f && (whole & 1u))) ++whole;
+    return whole;
+  }
+  // Normal: rebias the exponent and round away 23 - mantissa_bits bits.
+  uint32_t rebased = bits_of(magnitude) - (static_cast<uint32_t>(127 - format.bias) << 23);
+  int shift = 23 - format.mantissa_bits;
+  uint32_t rounding = ((1u << (shift - 1)) - 1u) + ((rebased >> shift) & 1u);
+  return (rebased + rounding) >> shift;
+}
+
+std::array<float, 256> build_table(float (*decode)(uint8_t)) {
+  std::array<float, 256> table{};
+  for (int code = 0; code < 256; ++code) table[code] = decode(static_cast<uint8_t>(code));
+  return table;
+}
+
+}  // namespace
+
+float fp8_e4m3_to_f32(uint8_t code) {
+  uint32_t magnitude = code & 0x7fu;
+  bool negative = (code & 0x80u) != 0;
+  if (magnitude == 0x7fu) return float_of(negative ? 0xffc00000u : 0x7fc00000u);
+  float value = decode_magnitude(magnitude, kE4M3);
+  return negative ? -value : value;
+}
+
+float fp8_e5m2_to_f32(uint8_t code) {
+  uint32_t magnitude = code & 0x7fu;
+  bool negative = (code & 0x80u) != 0;
+  uint32_t sign = negative ? 0x80000000u : 0u;
+  if (magnitude == 0x7cu) return float_of(sign | 0x7f800000u);
+  if (magnitude > 0x7cu) return float_of(sign | 0x7fc00000u);
+  float value = decode_magnitude(magnitude, kE5M2);
+  return negative ? -value : value;
+}
+
+const float* fp8_decode_table(DType dtype) {
+  // Function-local statics: initialized once, thread-safe (C++11 magic statics).
+  static const std::array<float, 256> e4m3 = build_table(fp8_e4m3_to_f32);
+  static const std::array<float, 256> e5m2 = build_table(fp8_e5m2_to_f32);
+  if (dtype == DType::kF8E4M3) return e4m3.data();
+  if (dtype == DType::kF8E5M2) return e5m2.data();
+  fail("dtype", dtype_name(dtype), "no fp8 decode table (expected fp8_e4m3 or fp8_e5m2)");
+}
+
+uint8_t f32_to_fp8_e4m3(float value) {
+  uint32_t bits = bits_of(value);
+  uint8_t sign = static_cast<uint8_t>((bits >> 24) & 0x80u);
+  uint32_t abs_bits = bits & 0x7fffffffu;
+  if (abs_bits > 0x7f800000u) return static_cast<uint8_t>(sign | 0x7fu);  // NaN
+  constexpr uint32_t kMaxCode = 0x7eu;  // 448
+  if (abs_bits >= bits_of(kFp8E4M3Max)) return static_cast<uint8_t>(sign | kMaxCode);
+  uint32_t code = round_magnitude(float_of(abs_bits), kE4M3);
+  if (code > kMaxCode) code = kMaxCode;
+  return static_cast<uint8_t>(sign | code);
+}
+
+uint8_t f32_to_fp8_e5m2(float value, bool saturate) {
+  uint32_t bits = bits_of(value);
+  uint8_t sign = static_cast<uint8_t>((bits >> 24) & 0x80u);
+  uint32_t abs_bits = bits & 0x7fffffffu;
+  if (abs_bits > 0x7f800000u) return static_cast<uint8_t>(sign | 0x7eu);  // quiet NaN
+  constexpr uint32_t kMaxCode = 0x7bu;  // 57344
+  constexpr uint32_t kInfCode = 0x7cu;
+  if (abs_bits == 0x7f800000u) return static_cast<uint8_t>(sign | (saturate ? kMaxCode : kInfCode));
+  uint32_t code;
+  if (abs_bits >= bits_of(2.0f * kFp8E5M2Max)) {
+    code = kInfCode;  // far past the max: avoid rounding near the f32 top
+  } else {
+    code = round_magnitude(float_of(abs_bits), kE5M2);
+  }
+  if (code > kMaxCode) code = saturate ? kMaxCode : kInfCode;
+  return static_cast<uint8_t>(sign | code);
+}
+
+}  // namespace raggemm
