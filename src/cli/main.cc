@@ -17,6 +17,16 @@ std::map<std::string, Command>& command_registry() {
 
 namespace {
 
+// One line, whatever the message holds: scripts read the first line only.
+int report_error(const std::string& message) {
+  std::string line = message;
+  for (char& c : line) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  std::cerr << "error: " << line << "\n";
+  return 2;
+}
+
 void print_usage() {
   std::cout << "usage: raggemm <command> [options]\n\ncommands:\n";
   for (const auto& [name, command] : command_registry()) {
@@ -30,15 +40,15 @@ void print_usage() {
 
 int main(int argc, char** argv) {
   using namespace raggemm::cli;
-  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+  if (argc < 2) return report_error("command=: missing command (run 'raggemm --help')");
+  if (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     print_usage();
-    return argc < 2 ? 2 : 0;
+    return 0;
   }
   std::string name = argv[1];
   auto it = command_registry().find(name);
   if (it == command_registry().end()) {
-    std::cerr << "error: command=" << name << ": unknown command (run 'raggemm --help')\n";
-    return 2;
+    return report_error("command=" + name + ": unknown command (run 'raggemm --help')");
   }
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
@@ -46,13 +56,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success&) {
     return 0;  // --help was printed
   } catch (const CLI::Error& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 2;
+    return report_error(e.what());
   } catch (const raggemm::Error& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 2;
+    return report_error(e.what());
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 2;
+    return report_error(e.what());
   }
 }
