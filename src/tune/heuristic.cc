@@ -1,0 +1,176 @@
+#include "tune/heuristic.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "kernels/microkernel.h"
+
+namespace raggemm::tune {
+namespace {
+
+constexpr int64_t kFloatBytes = 4;  // packed panels are f32 whatever the storage
+// Share of L1 for one A micro-panel (MR x kc) plus one B micro-panel (kc x NR):
+// the B micro-panel stays resident while A micro-panels stream through.
+constexpr double kL1Share = 0.75;
+// Share of L2 for the packed A block (m x kc), and for the packed B block
+// (kc x n); together they leave room for the C rows being updated.
+constexpr double kL2ShareA = 0.5;
+constexpr double kL2ShareB = 0.5;
+// v1 is kept while it recomputes at most this fraction of rows on tiles
+// straddling group boundaries; beyond it the group-aligned v2 is cheaper.
+constexpr double kMaxV1Waste = 0.02;
+constexpr int64_t kKAlign = 16;  // one 64-byte line of f32 per k step of a panel row
+
+int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+int64_t round_down(int64_t value, int64_t multiple) { return value / multiple * multiple; }
+
+// Splits `extent` into the fewest pieces of at most `limit`, evenly, and
+// rounds the piece up to `align` (so a dim just over the limit gives two
+// halves instead of a full tile and a sliver).
+int64_t balanced_tile(int64_t extent, int64_t limit, int64_t align) {
+  limit = std::max(limit, align);
+  if (extent <= 0) return align;
+  const int64_t pieces = (extent + limit - 1) / limit;
+  return std::min(round_up((extent + pieces - 1) / pieces, align), round_up(extent, align));
+}
+
+int64_t mean_nonempty(const std::vector<int64_t>& sizes) {
+  int64_t total = 0, nonempty = 0;
+  for (int64_t size : sizes) {
+    total += size;
+    nonempty += size > 0;
+  }
+  return nonempty == 0 ? 0 : (total + nonempty - 1) / nonempty;
+}
+
+bool all_nonempty_equal(const std::vector<int64_t>& sizes) {
+  int64_t first = -1;
+  for (int64_t size : sizes) {
+    if (size == 0) continue;
+    if (first < 0) first = size;
+    if (size != first) return false;
+  }
+  return true;
+}
+
+// The tile of the ragged axis (gmm: m over rows; tgmm: k over tokens) and the
+// kernel: v1 with a tile that keeps group boundaries aligned when one exists,
+// else v2 with each group's rows split evenly into tiles of at most `limit`.
+std::pair<int64_t, KernelVersion> ragged_tile(const std::vector<int64_t>& sizes, int64_t limit,
+                                              int64_t align) {
+  const int64_t mean = mean_nonempty(sizes);
+  if (mean == 0) return {align, KernelVersion::kV1};
+  const int64_t v2_tile = balanced_tile(mean, limit, align);
+  // Balanced groups: a tile that divides the group size wastes nothing in v1.
+  if (all_nonempty_equal(sizes)) {
+    int64_t pieces = (mean + limit - 1) / limit;
+    while (pieces <= mean && mean % pieces != 0) ++pieces;
+    const int64_t aligned = mean / pieces;
+    if (aligned >= align && v1_row_waste(sizes, aligned) <= kMaxV1Waste) {
+      return {aligned, KernelVersion::kV1};
+    }
+  }
+  if (v1_row_waste(sizes, v2_tile) <= kMaxV1Waste) return {v2_tile, KernelVersion::kV1};
+  return {v2_tile, KernelVersion::kV2};
+}
+
+}  // namespace
+
+MachineModel this_machine() {
+  MachineModel machine;
+  machine.caches = cache_sizes();
+  const kernels::Microkernel uk = kernels::select_microkernel();
+  machine.mr = uk.mr;
+  machine.nr = uk.nr;
+  machine.threads = std::max(1, omp_get_max_threads());
+  return machine;
+}
+
+std::vector<int64_t> representative_group_sizes(const GmmShape& shape) {
+  if (!shape.group_sizes.empty()) {
+    return std::vector<int64_t>(shape.group_sizes.begin(), shape.group_sizes.end());
+  }
+  const int64_t groups = std::max<int64_t>(shape.groups, 1);
+  std::vector<int64_t> sizes(static_cast<size_t>(groups), shape.m / groups);
+  for (int64_t g = 0; g < shape.m % groups; ++g) ++sizes[static_cast<size_t>(g)];
+  return sizes;
+}
+
+double v1_row_waste(const std::vector<int64_t>& group_sizes, int64_t tile) {
+  const int64_t total = std::accumulate(group_sizes.begin(), group_sizes.end(), int64_t{0});
+  if (total == 0 || tile <= 0) return 0.0;
+  int64_t computed = 0;
+  size_t g = 0;
+  int64_t group_end = 0;  // end row of group g (exclusive)
+  for (int64_t start = 0; start < total; start += tile) {
+    const int64_t end = std::min(start + tile, total);
+    // Visits of this tile: one per non-empty group overlapping [start, end).
+    int64_t visits = 0;
+    while (g < group_sizes.size() && group_end + group_sizes[g] <= start) group_end += group_sizes[g++];
+    int64_t row = group_end;
+    for (size_t h = g; h < group_sizes.size() && row < end; ++h) {
+      if (group_sizes[h] > 0 && row + group_sizes[h] > start) ++visits;
+      row += group_sizes[h];
+    }
+    computed += visits * (end - start);
+  }
+  return static_cast<double>(computed) / static_cast<double>(total) - 1.0;
+}
+
+ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine) {
+  const int64_t mr = machine.mr, nr = machine.nr;
+  const Tiles extents = kernel_extents(shape);
+  const std::vector<int64_t> sizes = representative_group_sizes(shape);
+
+  // k: an MR x kc A micro-panel plus a kc x NR B micro-panel fill L1's share.
+  const auto l1_bytes = static_cast<int64_t>(kL1Share * static_cast<double>(machine.caches.l1d));
+  const int64_t kc_limit = std::max(kKAlign, round_down(l1_bytes / ((mr + nr) * kFloatBytes), kKAlign));
+  const auto l2_a = static_cast<int64_t>(kL2ShareA * static_cast<double>(machine.caches.l2));
+  const auto l2_b = static_cast<int64_t>(kL2ShareB * static_cast<double>(machine.caches.l2));
+
+  ResolvedPassConfig config;
+  config.input_buffer_count = 1;
+  config.quantization = shape.quantization;
+  if (shape.pass != Pass::kGradRhs) {
+    config.tiles.k = balanced_tile(extents.k, kc_limit, kKAlign);
+    // m: the packed A block (m x kc) fits L2's share; the ragged axis.
+    const int64_t m_limit = std::max(mr, round_down(l2_a / (config.tiles.k * kFloatBytes), mr));
+    auto [m_tile, kernel] = ragged_tile(sizes, m_limit, mr);
+    config.tiles.m = m_tile;
+    config.kernel = kernel;
+  } else {
+    // tgmm contracts the tokens: k is the ragged axis, m tiles the K rows.
+    auto [k_tile, kernel] = ragged_tile(sizes, kc_limit, kKAlign);
+    config.tiles.k = k_tile;
+    config.kernel = kernel;
+    const int64_t m_limit = std::max(mr, round_down(l2_a / (config.tiles.k * kFloatBytes), mr));
+    config.tiles.m = balanced_tile(extents.m, m_limit, mr);
+  }
+  // n: the packed B block (kc x n) fits L2's share, so it is read from L2
+  // by every A micro-panel of the m tile.
+  const int64_t n_limit = std::max(nr, round_down(l2_b / (config.tiles.k * kFloatBytes), nr));
+  config.tiles.n = balanced_tile(extents.n, n_limit, nr);
+
+  // Enough work items for the threads: the drivers spread (group, m-tile,
+  // n-tile) items over threads, so split n further while there are fewer
+  // than two items per thread.
+  auto items = [&] {
+    int64_t m_tiles = 0;
+    if (shape.pass != Pass::kGradRhs) {
+      for (int64_t size : sizes) m_tiles += (size + config.tiles.m - 1) / config.tiles.m;
+    } else {
+      int64_t nonempty = 0;
+      for (int64_t size : sizes) nonempty += size > 0;
+      m_tiles = nonempty * ((extents.m + config.tiles.m - 1) / config.tiles.m);
+    }
+    return m_tiles * ((extents.n + config.tiles.n - 1) / config.tiles.n);
+  };
+  while (items() < 2 * machine.threads && config.tiles.n > nr) {
+    config.tiles.n = round_up(config.tiles.n / 2, nr);
+  }
+  return config;
+}
+
+}  // namespace raggemm::tune

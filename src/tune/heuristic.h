@@ -1,0 +1,36 @@
+// The tile heuristic: kernel tiles from the cache sizes and the microkernel's
+// register tile, the m (or, for tgmm, k) tile from the group sizes, and the
+// kernel version from the rows v1 would waste. Rules: docs/tiling.md.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "raggemm/plan.h"
+#include "tune/cpu_info.h"
+
+namespace raggemm::tune {
+
+// Everything the heuristic depends on, so tests can pin it.
+struct MachineModel {
+  CacheSizes caches;
+  int mr = 8;       // microkernel register tile rows
+  int nr = 16;      // and columns
+  int threads = 1;  // threads the ops will use
+};
+
+// This machine: detected caches, the dispatched microkernel, OpenMP's threads.
+MachineModel this_machine();
+
+// The group sizes to reason about: the shape's own, or `groups` balanced
+// groups of m / groups rows (remainder spread over the first ones).
+std::vector<int64_t> representative_group_sizes(const GmmShape& shape);
+
+// Fraction of extra rows v1 computes when it lays `tile`-row tiles over the
+// global row space: each tile that straddles a group boundary is visited once
+// per group it touches (masked), so its whole height is paid again.
+double v1_row_waste(const std::vector<int64_t>& group_sizes, int64_t tile);
+
+ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine);
+
+}  // namespace raggemm::tune

@@ -1,0 +1,239 @@
+// The persistent tune cache: one versioned JSON file, updated under an
+// exclusive flock() on a sidecar lock file by re-reading, merging and
+// replacing it atomically, so concurrent tuners never lose each other's work.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "raggemm/error.h"
+#include "raggemm/npy.h"
+#include "raggemm/plan.h"
+#include "tune/cpu_info.h"
+
+namespace raggemm {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kFormatName = "raggemm-tune-cache";
+
+// One warning per path per process, however often the file is re-read.
+void warn_once(const std::string& path, const std::string& what) {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!warned.insert(path).second) return;
+  std::cerr << "warning: tune cache " << path << ": " << what
+            << "; ignoring it (it is kept aside on the next write)\n";
+}
+
+json candidate_to_json(const TuneCandidate& candidate) {
+  return json{{"m", candidate.tiles.m},
+              {"k", candidate.tiles.k},
+              {"n", candidate.tiles.n},
+              {"kernel", kernel_name(candidate.kernel)},
+              {"buffers", candidate.input_buffer_count}};
+}
+
+TuneCandidate candidate_from_json(const json& in) {
+  TuneCandidate candidate;
+  candidate.tiles = Tiles{in.at("m").get<int64_t>(), in.at("k").get<int64_t>(), in.at("n").get<int64_t>()};
+  candidate.kernel = parse_kernel(in.at("kernel").get<std::string>(), "kernel");
+  candidate.input_buffer_count = in.at("buffers").get<int>();
+  const Tiles& t = candidate.tiles;
+  if (t.m <= 0 || t.k <= 0 || t.n <= 0 || candidate.input_buffer_count < 1 ||
+      candidate.input_buffer_count > 4) {
+    throw std::invalid_argument("candidate with a non-positive tile or a bad buffer count");
+  }
+  return candidate;
+}
+
+json entry_to_json(const TuneEntry& entry) {
+  json timings = json::array();
+  for (const CandidateTiming& timing : entry.timings) {
+    json item = candidate_to_json(timing.candidate);
+    item["seconds"] = timing.seconds;
+    item["passed_check"] = timing.passed_check;
+    timings.push_back(std::move(item));
+  }
+  return json{{"winner", candidate_to_json(entry.winner)},
+              {"threads", entry.threads},
+              {"heuristic_seconds", entry.heuristic_seconds},
+              {"timings", std::move(timings)}};
+}
+
+TuneEntry entry_from_json(const json& in) {
+  TuneEntry entry;
+  entry.winner = candidate_from_json(in.at("winner"));
+  entry.threads = in.value("threads", 0);
+  entry.heuristic_seconds = in.value("heuristic_seconds", 0.0);
+  for (const json& item : in.value("timings", json::array())) {
+    CandidateTiming timing;
+    timing.candidate = candidate_from_json(item);
+    timing.seconds = item.at("seconds").get<double>();
+    timing.passed_check = item.at("passed_check").get<bool>();
+    entry.timings.push_back(timing);
+  }
+  return entry;
+}
+
+enum class FileState { kMissing, kValid, kUnreadable };
+
+// Reads the file into `entries`; an unusable file is reported once.
+FileState read_cache_file(const std::string& path, std::map<std::string, TuneEntry>& entries) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return FileState::kMissing;
+  std::stringstream text;
+  text << in.rdbuf();
+  json root = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded() || !root.is_object()) {
+    warn_once(path, "not valid JSON (corrupt or truncated)");
+    return FileState::kUnreadable;
+  }
+  if (root.value("format", std::string()) != kFormatName || !root.contains("version") ||
+      !root["version"].is_number_integer()) {
+    warn_once(path, "not a raggemm tune cache");
+    return FileState::kUnreadable;
+  }
+  const int64_t version = root["version"].get<int64_t>();
+  if (version != TuneCache::kFormatVersion) {
+    warn_once(path, "format version " + std::to_string(version) + ", this build reads version " +
+                        std::to_string(TuneCache::kFormatVersion));
+    return FileState::kUnreadable;
+  }
+  std::map<std::string, TuneEntry> parsed;
+  try {
+    for (const auto& [key, value] : root.at("entries").items()) parsed[key] = entry_from_json(value);
+  } catch (const std::exception& e) {
+    warn_once(path, std::string("malformed entry (") + e.what() + ")");
+    return FileState::kUnreadable;
+  }
+  entries = std::move(parsed);
+  return FileState::kValid;
+}
+
+// Exclusive lock on "<path>.lock" for the lifetime of the object.
+class FileLock {
+ public:
+  explicit FileLock(const std::string& path) : lock_path_(path + ".lock") {
+    fd_ = ::open(lock_path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd_ < 0) fail("tune_cache", lock_path_, std::string("cannot open lock file: ") + std::strerror(errno));
+    while (::flock(fd_, LOCK_EX) != 0) {
+      if (errno != EINTR) {
+        const int error = errno;
+        ::close(fd_);
+        fail("tune_cache", lock_path_, std::string("cannot lock: ") + std::strerror(error));
+      }
+    }
+  }
+  ~FileLock() {
+    ::flock(fd_, LOCK_UN);
+    ::close(fd_);
+  }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  std::string lock_path_;
+  int fd_ = -1;
+};
+
+std::string getenv_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? std::string(value) : std::string();
+}
+
+}  // namespace
+
+TuneCache::TuneCache(std::string path) : path_(std::move(path)) { reload(); }
+
+void TuneCache::reload() {
+  std::map<std::string, TuneEntry> entries;
+  if (read_cache_file(path_, entries) == FileState::kValid) {
+    entries_ = std::move(entries);
+  } else {
+    entries_.clear();
+  }
+}
+
+std::string TuneCache::default_path() {
+  std::string explicit_path = getenv_or_empty("RAGGEMM_TUNE_CACHE");
+  if (!explicit_path.empty()) return explicit_path;
+  std::string base = getenv_or_empty("XDG_CACHE_HOME");
+  if (base.empty()) {
+    const std::string home = getenv_or_empty("HOME");
+    base = (home.empty() ? std::string(".") : home) + "/.cache";
+  }
+  return base + "/raggemm/tune_cache.json";
+}
+
+const TuneCache& TuneCache::shared_default() {
+  static const TuneCache cache(default_path());
+  return cache;
+}
+
+int64_t TuneCache::bucket_m(int64_t m) {
+  if (m <= 1) return m < 0 ? 0 : m;
+  int64_t bucket = 1;
+  while (bucket < m && bucket < (int64_t{1} << 62)) bucket <<= 1;
+  return bucket;
+}
+
+std::string TuneCache::key(const GmmShape& shape) {
+  std::ostringstream key;
+  key << "cpu=" << tune::cpu_model_name() << ";isa=" << tune::isa_target_name()
+      << ";op=" << pass_op_name(shape.pass) << ";pass=" << pass_name(shape.pass)
+      << ";dtypes=" << dtype_name(shape.lhs_dtype) << "," << dtype_name(shape.rhs_dtype)
+      << ";quant=" << (shape.quantization.empty() ? "none" : shape.quantization)
+      << ";m=" << bucket_m(shape.m) << ";k=" << shape.k << ";n=" << shape.n
+      << ";g=" << shape.groups;
+  return key.str();
+}
+
+std::optional<TuneEntry> TuneCache::find(const GmmShape& shape) const {
+  auto it = entries_.find(key(shape));
+  if (it == entries_.end()) return std::nullopt;
+  return it->second;
+}
+
+void TuneCache::store(const GmmShape& shape, const TuneEntry& entry) {
+  const std::string entry_key = key(shape);
+  const std::filesystem::path parent = std::filesystem::path(path_).parent_path();
+  if (!parent.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(parent, error);
+    if (error) fail("tune_cache", path_, "cannot create directory: " + error.message());
+  }
+  FileLock lock(path_);
+  std::map<std::string, TuneEntry> on_disk;
+  const FileState state = read_cache_file(path_, on_disk);
+  if (state == FileState::kUnreadable) {
+    // Keep the unusable file for whoever can read it (another version) or
+    // wants to look at it, instead of silently destroying it.
+    std::error_code error;
+    std::filesystem::rename(path_, path_ + ".unreadable", error);
+  }
+  // What others wrote wins over our older copies; our new entry wins over all.
+  for (auto& [key, value] : entries_) on_disk.try_emplace(key, value);
+  on_disk[entry_key] = entry;
+  entries_ = std::move(on_disk);
+
+  json entries = json::object();
+  for (const auto& [key, value] : entries_) entries[key] = entry_to_json(value);
+  json root = {{"format", kFormatName}, {"version", kFormatVersion}, {"entries", std::move(entries)}};
+  const std::string text = root.dump(1) + "\n";
+  write_file_atomic(path_, text.data(), text.size());
+}
+
+}  // namespace raggemm
