@@ -1,0 +1,16 @@
+// The parts of the raggemm._raggemm extension module, each bound by one
+// function so module.cc only lists them.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+namespace raggemm::python {
+
+// gmm, tgmm (and the quantization and plan helpers) on numpy arrays.
+void bind_numpy_ops(nanobind::module_& module);
+
+// `xla_ffi_targets()`: {target name: PyCapsule of the XLA FFI handler} for
+// jax.ffi.register_ffi_target; empty when built without the XLA headers.
+void bind_xla_ffi(nanobind::module_& module);
+
+}  // namespace raggemm::python

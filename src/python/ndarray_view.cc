@@ -1,0 +1,96 @@
+#include "python/ndarray_view.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "raggemm/error.h"
+
+namespace raggemm::python {
+namespace {
+
+// Whether an array of element type `got` holds `dtype`'s values. Narrow
+// floats may arrive as raw bits (unsigned ints of their width) or, where the
+// exporter knows them, as their own DLPack float codes.
+bool holds(DType dtype, nb::dlpack::dtype got) {
+  using Code = nb::dlpack::dtype_code;
+  const auto is = [&](Code code, int bits) {
+    return got.lanes == 1 && got.code == static_cast<uint8_t>(code) && got.bits == bits;
+  };
+  switch (dtype) {
+    case DType::kF32: return is(Code::Float, 32);
+    case DType::kBF16: return is(Code::UInt, 16) || is(Code::Bfloat, 16);
+    case DType::kF16: return is(Code::UInt, 16) || is(Code::Float, 16);
+    case DType::kI32: return is(Code::Int, 32);
+    case DType::kI64: return is(Code::Int, 64);
+    case DType::kI8: return is(Code::Int, 8);
+    case DType::kU8: return is(Code::UInt, 8);
+    case DType::kF8E4M3: return is(Code::UInt, 8);
+    case DType::kF8E5M2: return is(Code::UInt, 8);
+  }
+  return false;
+}
+
+std::string describe(nb::dlpack::dtype dtype) {
+  using Code = nb::dlpack::dtype_code;
+  const char* kind = "?";
+  switch (static_cast<Code>(dtype.code)) {
+    case Code::Int: kind = "int"; break;
+    case Code::UInt: kind = "uint"; break;
+    case Code::Float: kind = "float"; break;
+    case Code::Bfloat: kind = "bfloat"; break;
+    case Code::Complex: kind = "complex"; break;
+    case Code::Bool: kind = "bool"; break;
+    default: break;
+  }
+  return kind + std::to_string(dtype.bits);
+}
+
+std::string shape_of(const InputArray& array) {
+  Shape shape;
+  for (size_t i = 0; i < array.ndim(); ++i) shape.push_back(static_cast<int64_t>(array.shape(i)));
+  return shape_string(shape);
+}
+
+// numpy's rule: strides of dims of size 1 do not matter, nor any stride of
+// an empty array.
+bool is_c_contiguous(const InputArray& array) {
+  int64_t expected = 1;
+  for (size_t i = array.ndim(); i-- > 0;) {
+    const auto size = static_cast<int64_t>(array.shape(i));
+    if (size == 0) return true;
+    if (size != 1 && array.stride(i) != expected) return false;
+    expected *= size;
+  }
+  return true;
+}
+
+}  // namespace
+
+TensorView view_of(const InputArray& array, DType dtype, const char* argument) {
+  require(holds(dtype, array.dtype()), argument, describe(array.dtype()),
+          std::string("expected an array of ") + dtype_name(dtype));
+  require(is_c_contiguous(array), argument, shape_of(array),
+          "array must be C-contiguous (use numpy.ascontiguousarray)");
+  Shape shape(array.ndim());
+  for (size_t i = 0; i < array.ndim(); ++i) shape[i] = static_cast<int64_t>(array.shape(i));
+  const void* data = array.data();
+  // An empty array may carry no storage; the ops read nothing from it, but
+  // they reject null pointers, so point at something valid.
+  static const uint64_t empty_storage[8] = {};
+  if (data == nullptr && checked_numel(shape, argument) == 0) data = empty_storage;
+  return TensorView(dtype, std::move(shape), data);
+}
+
+OutputArray new_f32_array(const Shape& shape, const char* argument) {
+  const int64_t numel = checked_numel(shape, argument);
+  const size_t bytes = (static_cast<size_t>(numel) * sizeof(float) + 63) / 64 * 64;
+  void* data = std::aligned_alloc(64, bytes == 0 ? 64 : bytes);
+  if (data == nullptr) throw std::bad_alloc();
+  nb::capsule owner(data, [](void* p) noexcept { std::free(p); });
+  std::vector<size_t> dims(shape.begin(), shape.end());
+  OutputArray out{nb::ndarray<nb::numpy, float>(data, dims.size(), dims.data(), owner),
+                  TensorView(DType::kF32, shape, data)};
+  return out;
+}
+
+}  // namespace raggemm::python

@@ -1,0 +1,37 @@
+// Turning numpy arrays (as nanobind ndarrays) into raggemm TensorViews without
+// copying, and allocating the f32 numpy arrays the ops write into. Every
+// check names the Python argument, so a wrong dtype, shape or layout becomes
+// a ValueError the caller can act on.
+#pragma once
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+#include <cstdint>
+
+#include "raggemm/tensor.h"
+
+namespace raggemm::python {
+
+namespace nb = nanobind;
+
+// Any CPU array; layout and dtype are checked by `view_of`, not by nanobind,
+// so that a mismatch is a ValueError naming the argument, not a TypeError
+// about overloads (and never a silent copy).
+using InputArray = nb::ndarray<nb::ro, nb::device::cpu>;
+
+// A zero-copy view of `array` holding elements of `dtype`. Narrow float types
+// arrive as their raw bit pattern (bf16/f16 as uint16, fp8 as uint8, which
+// is how raggemm's Python layer passes ml_dtypes arrays); the array must be
+// C-contiguous.
+TensorView view_of(const InputArray& array, DType dtype, const char* argument);
+
+// A new C-contiguous float32 numpy array of `shape`, 64-byte aligned (the
+// ops write every element, so it is not zeroed here), and the view of it.
+struct OutputArray {
+  nb::ndarray<nb::numpy, float> array;
+  TensorView view;
+};
+OutputArray new_f32_array(const Shape& shape, const char* argument);
+
+}  // namespace raggemm::python

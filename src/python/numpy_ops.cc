@@ -1,0 +1,126 @@
+// The numpy API's compiled entry points. The Python layer has already mapped
+// each array's dtype to a raggemm dtype name and handed narrow floats over as
+// raw bit views; here the arrays become zero-copy TensorViews, the output is
+// allocated as a numpy array, and the op runs with the GIL released.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+
+#include <optional>
+#include <string>
+#include <tuple>
+
+#include "python/bindings.h"
+#include "python/ndarray_view.h"
+#include "raggemm/error.h"
+#include "raggemm/gmm.h"
+
+namespace raggemm::python {
+namespace {
+
+using TileTuple = std::tuple<int64_t, int64_t, int64_t>;
+
+Tiles tiles_of(const std::optional<TileTuple>& tiles) {
+  if (!tiles) return {};
+  const auto [m, k, n] = *tiles;
+  return Tiles{m, k, n};
+}
+
+// The op validates everything; this only needs enough of the shapes to size
+// the output, so it checks ranks first with the op's own argument names.
+void require_rank(const TensorView& view, int rank, const char* argument) {
+  require(view.rank() == rank, argument, shape_string(view.shape),
+          "expected a rank-" + std::to_string(rank) + " array");
+}
+
+std::optional<TensorView> optional_view(const std::optional<InputArray>& array,
+                                        const char* argument) {
+  if (!array) return std::nullopt;
+  return view_of(*array, DType::kF32, argument);
+}
+
+nb::ndarray<nb::numpy, float> gmm(const InputArray& lhs, const std::string& lhs_dtype,
+                                  const InputArray& rhs, const std::string& rhs_dtype,
+                                  const InputArray& group_sizes, const std::string& sizes_dtype,
+                                  bool transpose_rhs, const std::optional<TileTuple>& tiles,
+                                  const std::string& kernel, int buffers, int threads,
+                                  int64_t group_offset, bool swiglu,
+                                  const std::optional<InputArray>& col_scale,
+                                  const std::optional<InputArray>& col_bias,
+                                  const std::optional<InputArray>& row_scale) {
+  const TensorView lhs_view = view_of(lhs, parse_dtype(lhs_dtype, "lhs"), "lhs");
+  const TensorView rhs_view = view_of(rhs, parse_dtype(rhs_dtype, "rhs"), "rhs");
+  const TensorView sizes_view =
+      view_of(group_sizes, parse_dtype(sizes_dtype, "group_sizes"), "group_sizes");
+  GmmOptions options;
+  options.transpose_rhs = transpose_rhs;
+  options.tiles = tiles_of(tiles);
+  options.kernel = parse_kernel(kernel, "kernel");
+  options.input_buffer_count = buffers;
+  options.threads = threads;
+  options.group_offset = group_offset;
+  options.fuse_swiglu = swiglu;
+  options.col_scale = optional_view(col_scale, "col_scale");
+  options.col_bias = optional_view(col_bias, "col_bias");
+  options.row_scale = optional_view(row_scale, "row_scale");
+
+  require_rank(lhs_view, 2, "lhs");
+  require_rank(rhs_view, 3, "rhs");
+  int64_t cols = transpose_rhs ? rhs_view.dim(1) : rhs_view.dim(2);
+  if (swiglu) cols /= 2;
+  OutputArray out = new_f32_array({lhs_view.dim(0), cols}, "out");
+  {
+    nb::gil_scoped_release release;
+    gmm_into(lhs_view, rhs_view, sizes_view, out.view, options);
+  }
+  return out.array;
+}
+
+nb::ndarray<nb::numpy, float> tgmm(const InputArray& lhs, const std::string& lhs_dtype,
+                                   const InputArray& dout, const std::string& dout_dtype,
+                                   const InputArray& group_sizes, const std::string& sizes_dtype,
+                                   const std::optional<TileTuple>& tiles, const std::string& kernel,
+                                   int buffers, int threads, int64_t group_offset,
+                                   int64_t local_groups) {
+  const TensorView lhs_view = view_of(lhs, parse_dtype(lhs_dtype, "lhs"), "lhs");
+  const TensorView dout_view = view_of(dout, parse_dtype(dout_dtype, "dout"), "dout");
+  const TensorView sizes_view =
+      view_of(group_sizes, parse_dtype(sizes_dtype, "group_sizes"), "group_sizes");
+  TgmmOptions options;
+  options.tiles = tiles_of(tiles);
+  options.kernel = parse_kernel(kernel, "kernel");
+  options.input_buffer_count = buffers;
+  options.threads = threads;
+  options.group_offset = group_offset;
+  options.local_groups = local_groups;
+
+  require_rank(lhs_view, 2, "lhs");
+  require_rank(dout_view, 2, "dout");
+  require_rank(sizes_view, 1, "group_sizes");
+  require(group_offset >= 0 && group_offset <= sizes_view.dim(0), "group_offset", group_offset,
+          "must lie in [0, len(group_sizes)]");
+  const int64_t groups = local_groups >= 0 ? local_groups : sizes_view.dim(0) - group_offset;
+  OutputArray out = new_f32_array({groups, lhs_view.dim(1), dout_view.dim(1)}, "out");
+  {
+    nb::gil_scoped_release release;
+    tgmm_into(lhs_view, dout_view, sizes_view, out.view, options);
+  }
+  return out.array;
+}
+
+}  // namespace
+
+void bind_numpy_ops(nb::module_& module) {
+  module.def("gmm", &gmm, nb::arg("lhs"), nb::arg("lhs_dtype"), nb::arg("rhs"),
+             nb::arg("rhs_dtype"), nb::arg("group_sizes"), nb::arg("group_sizes_dtype"),
+             nb::arg("transpose_rhs"), nb::arg("tiles").none(), nb::arg("kernel"),
+             nb::arg("buffers"), nb::arg("threads"), nb::arg("group_offset"), nb::arg("swiglu"),
+             nb::arg("col_scale").none(), nb::arg("col_bias").none(),
+             nb::arg("row_scale").none());
+  module.def("tgmm", &tgmm, nb::arg("lhs"), nb::arg("lhs_dtype"), nb::arg("dout"),
+             nb::arg("dout_dtype"), nb::arg("group_sizes"), nb::arg("group_sizes_dtype"),
+             nb::arg("tiles").none(), nb::arg("kernel"), nb::arg("buffers"), nb::arg("threads"),
+             nb::arg("group_offset"), nb::arg("local_groups"));
+}
+
+}  // namespace raggemm::python

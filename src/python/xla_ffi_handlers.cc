@@ -1,0 +1,177 @@
+// XLA FFI handlers (CPU platform) for the three passes of ragged_dot, used by
+// raggemm.jax through jax.ffi.ffi_call. Each handler is a thin adapter: XLA
+// buffers become TensorViews and the public op writes the f32 result, zeros
+// past sum(group_sizes) and for empty groups included.
+//
+// Reentrancy: XLA may run several handlers at once on its own threads. The
+// handlers keep no state; each call owns its options and the ops allocate
+// their scratch per call. Alignment: XLA's buffers are only assumed to be
+// 16-byte aligned, which the ops accept for every operand.
+#include <string>
+#include <string_view>
+
+#include "python/bindings.h"
+#include "raggemm/error.h"
+#include "raggemm/gmm.h"
+
+#ifdef RAGGEMM_HAVE_XLA_FFI
+
+#include <nanobind/stl/string.h>
+
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+namespace nb = nanobind;
+
+namespace raggemm::python {
+namespace {
+
+// One pass's settings, as attributes of the custom call (from the plan).
+struct PassAttrs {
+  int64_t tile_m, tile_k, tile_n;
+  std::string_view kernel;
+  int64_t buffers, threads;
+
+  Tiles tiles() const { return Tiles{tile_m, tile_k, tile_n}; }
+  KernelVersion kernel_version() const { return parse_kernel(std::string(kernel), "kernel"); }
+};
+
+DType dtype_of(ffi::DataType type, const char* argument) {
+  switch (type) {
+    case ffi::DataType::F32: return DType::kF32;
+    case ffi::DataType::BF16: return DType::kBF16;
+    case ffi::DataType::F16: return DType::kF16;
+    case ffi::DataType::F8E4M3FN: return DType::kF8E4M3;
+    case ffi::DataType::F8E5M2: return DType::kF8E5M2;
+    case ffi::DataType::S8: return DType::kI8;
+    case ffi::DataType::S32: return DType::kI32;
+    default: break;
+  }
+  fail(argument, std::to_string(static_cast<int>(type)), "unsupported XLA element type");
+}
+
+template <class Buffer>
+TensorView view_of(const Buffer& buffer, DType dtype) {
+  const auto dims = buffer.dimensions();
+  return TensorView(dtype, Shape(dims.begin(), dims.end()), buffer.untyped_data());
+}
+
+TensorView view_of(const ffi::AnyBuffer& buffer, const char* argument) {
+  return view_of(buffer, dtype_of(buffer.element_type(), argument));
+}
+
+// Runs one op and turns raggemm's errors into XLA errors (which JAX raises
+// as exceptions carrying the same message); nothing may escape into XLA.
+template <class Body>
+ffi::Error guarded(Body&& body) {
+  try {
+    body();
+    return ffi::Error::Success();
+  } catch (const Error& error) {
+    return ffi::Error::InvalidArgument(error.what());
+  } catch (const std::exception& error) {
+    return ffi::Error::Internal(error.what());
+  }
+}
+
+GmmOptions gmm_options(const PassAttrs& attrs, bool transpose_rhs) {
+  GmmOptions options;
+  options.transpose_rhs = transpose_rhs;
+  options.tiles = attrs.tiles();
+  options.kernel = attrs.kernel_version();
+  options.input_buffer_count = static_cast<int>(attrs.buffers);
+  options.threads = static_cast<int>(attrs.threads);
+  return options;
+}
+
+// Forward: out[M,N] = lhs[M,K] @ rhs[g][K,N].
+ffi::Error forward(ffi::AnyBuffer lhs, ffi::AnyBuffer rhs, ffi::Buffer<ffi::S32> group_sizes,
+                   ffi::ResultBuffer<ffi::F32> out, int64_t tile_m, int64_t tile_k,
+                   int64_t tile_n, std::string_view kernel, int64_t buffers, int64_t threads) {
+  return guarded([&] {
+    const PassAttrs attrs{tile_m, tile_k, tile_n, kernel, buffers, threads};
+    gmm_into(view_of(lhs, "lhs"), view_of(rhs, "rhs"), view_of(group_sizes, DType::kI32),
+             view_of(*out, DType::kF32), gmm_options(attrs, /*transpose_rhs=*/false));
+  });
+}
+
+// Grad wrt lhs: dlhs[M,K] = dout[M,N] @ rhs[g][K,N]^T.
+ffi::Error grad_lhs(ffi::AnyBuffer dout, ffi::AnyBuffer rhs, ffi::Buffer<ffi::S32> group_sizes,
+                    ffi::ResultBuffer<ffi::F32> dlhs, int64_t tile_m, int64_t tile_k,
+                    int64_t tile_n, std::string_view kernel, int64_t buffers, int64_t threads) {
+  return guarded([&] {
+    const PassAttrs attrs{tile_m, tile_k, tile_n, kernel, buffers, threads};
+    gmm_into(view_of(dout, "dout"), view_of(rhs, "rhs"), view_of(group_sizes, DType::kI32),
+             view_of(*dlhs, DType::kF32), gmm_options(attrs, /*transpose_rhs=*/true));
+  });
+}
+
+// Grad wrt rhs: drhs[g] = lhs[rows g]^T @ dout[rows g].
+ffi::Error grad_rhs(ffi::AnyBuffer lhs, ffi::AnyBuffer dout, ffi::Buffer<ffi::S32> group_sizes,
+                    ffi::ResultBuffer<ffi::F32> drhs, int64_t tile_m, int64_t tile_k,
+                    int64_t tile_n, std::string_view kernel, int64_t buffers, int64_t threads) {
+  return guarded([&] {
+    const PassAttrs attrs{tile_m, tile_k, tile_n, kernel, buffers, threads};
+    TgmmOptions options;
+    options.tiles = attrs.tiles();
+    options.kernel = attrs.kernel_version();
+    options.input_buffer_count = static_cast<int>(attrs.buffers);
+    options.threads = static_cast<int>(attrs.threads);
+    tgmm_into(view_of(lhs, "lhs"), view_of(dout, "dout"), view_of(group_sizes, DType::kI32),
+              view_of(*drhs, DType::kF32), options);
+  });
+}
+
+// The three handlers share one signature: two operands, the group sizes, one
+// f32 result and the pass attributes.
+auto binding() {
+  return ffi::Ffi::Bind()
+      .Arg<ffi::AnyBuffer>()
+      .Arg<ffi::AnyBuffer>()
+      .Arg<ffi::Buffer<ffi::S32>>()
+      .Ret<ffi::Buffer<ffi::F32>>()
+      .Attr<int64_t>("tile_m")
+      .Attr<int64_t>("tile_k")
+      .Attr<int64_t>("tile_n")
+      .Attr<std::string_view>("kernel")
+      .Attr<int64_t>("buffers")
+      .Attr<int64_t>("threads");
+}
+
+}  // namespace
+}  // namespace raggemm::python
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(RaggemmRaggedDotFwd, raggemm::python::forward,
+                              raggemm::python::binding());
+XLA_FFI_DEFINE_HANDLER_SYMBOL(RaggemmRaggedDotDlhs, raggemm::python::grad_lhs,
+                              raggemm::python::binding());
+XLA_FFI_DEFINE_HANDLER_SYMBOL(RaggemmRaggedDotDrhs, raggemm::python::grad_rhs,
+                              raggemm::python::binding());
+
+namespace raggemm::python {
+
+void bind_xla_ffi(nb::module_& module) {
+  module.def("xla_ffi_targets", [] {
+    nb::dict targets;
+    targets["raggemm_ragged_dot_fwd"] = nb::capsule(reinterpret_cast<void*>(&RaggemmRaggedDotFwd));
+    targets["raggemm_ragged_dot_dlhs"] =
+        nb::capsule(reinterpret_cast<void*>(&RaggemmRaggedDotDlhs));
+    targets["raggemm_ragged_dot_drhs"] =
+        nb::capsule(reinterpret_cast<void*>(&RaggemmRaggedDotDrhs));
+    return targets;
+  });
+}
+
+}  // namespace raggemm::python
+
+#else  // !RAGGEMM_HAVE_XLA_FFI
+
+namespace raggemm::python {
+
+void bind_xla_ffi(nanobind::module_& module) {
+  module.def("xla_ffi_targets", [] { return nanobind::dict(); });
+}
+
+}  // namespace raggemm::python
+
+#endif  // RAGGEMM_HAVE_XLA_FFI
