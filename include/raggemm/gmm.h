@@ -37,15 +37,19 @@ struct GmmOptions {
   KernelVersion kernel = KernelVersion::kV1;
   int threads = 0;                 // 0: OpenMP's default
   int input_buffer_count = 1;      // prefetch depth of packed panels, 1..4
-  // Expert parallelism: rhs holds groups [group_offset, group_offset + G_rhs)
-  // of group_sizes; rows of other groups come out zero.
+  // Expert parallelism: with local_groups = E >= 0, rhs holds only groups
+  // [group_offset, group_offset + E) of group_sizes ([E,K,N]) and rows of
+  // other groups come out zero. -1: rhs holds every group (group_offset 0).
   int64_t group_offset = 0;
+  int64_t local_groups = -1;
 
   // v2 output stage (fused into the kernel; v1 refuses them):
   bool fuse_swiglu = false;                  // rhs is gate|up along N; out [M,N/2]
-  std::optional<TensorView> col_scale;       // f32 [N_out] or [G_rhs, N_out]
-  std::optional<TensorView> col_bias;        // f32 [N_out] or [G_rhs, N_out]
-  std::optional<TensorView> row_scale;       // f32 [M]: per-row output scale
+  // out = act(acc * row_scale[i] * col_scale[j] + col_bias[j]), with j over
+  // the rhs columns (before the SwiGLU halves them).
+  std::optional<TensorView> col_scale;       // f32 [N] or [G_rhs, N]
+  std::optional<TensorView> col_bias;        // f32 [N] or [G_rhs, N]
+  std::optional<TensorView> row_scale;       // f32 [M]
 };
 
 struct TgmmOptions {
@@ -53,8 +57,10 @@ struct TgmmOptions {
   KernelVersion kernel = KernelVersion::kV1;
   int threads = 0;
   int input_buffer_count = 1;
+  // Expert parallelism: out holds only groups [group_offset, group_offset +
+  // local_groups); -1: every group (group_offset 0).
   int64_t group_offset = 0;
-  int64_t local_groups = -1;  // -1: all of group_sizes from group_offset on
+  int64_t local_groups = -1;
 };
 
 // Returns a new f32 tensor [M, N] (or [M, N/2] with fuse_swiglu).

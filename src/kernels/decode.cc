@@ -1,0 +1,77 @@
+#include "kernels/decode.h"
+
+#include "raggemm/dtype.h"
+#include "raggemm/error.h"
+#include "raggemm/fp8.h"
+
+namespace raggemm::kernels {
+namespace {
+
+template <class Load>
+void decode_loop(const Operand& op, int64_t r, int64_t c0, int64_t count, float* out,
+                 int64_t out_stride, Load load) {
+  if (!op.scale.data) {
+    for (int64_t j = 0; j < count; ++j) out[j * out_stride] = load(j);
+    return;
+  }
+  const OperandScale& s = op.scale;
+  const float* row_scales = s.data + (r / s.row_block) * s.row_stride;
+  if (s.col_stride == 0) {
+    const float scale = row_scales[0];
+    for (int64_t j = 0; j < count; ++j) out[j * out_stride] = load(j) * scale;
+    return;
+  }
+  for (int64_t j = 0; j < count; ++j) {
+    out[j * out_stride] = load(j) * row_scales[((c0 + j) / s.col_block) * s.col_stride];
+  }
+}
+
+}  // namespace
+
+void decode_span(const Operand& op, int64_t r, int64_t c0, int64_t count, float* out,
+                 int64_t out_stride) {
+  const int64_t offset = r * op.ld + c0;
+  switch (op.dtype) {
+    case DType::kF32: {
+      const float* src = static_cast<const float*>(op.data) + offset;
+      decode_loop(op, r, c0, count, out, out_stride, [src](int64_t j) { return src[j]; });
+      return;
+    }
+    case DType::kBF16: {
+      const uint16_t* src = static_cast<const uint16_t*>(op.data) + offset;
+      decode_loop(op, r, c0, count, out, out_stride,
+                  [src](int64_t j) { return bf16_to_f32(src[j]); });
+      return;
+    }
+    case DType::kF16: {
+      const uint16_t* src = static_cast<const uint16_t*>(op.data) + offset;
+      decode_loop(op, r, c0, count, out, out_stride,
+                  [src](int64_t j) { return f16_to_f32(src[j]); });
+      return;
+    }
+    case DType::kI8: {
+      const int8_t* src = static_cast<const int8_t*>(op.data) + offset;
+      decode_loop(op, r, c0, count, out, out_stride,
+                  [src](int64_t j) { return static_cast<float>(src[j]); });
+      return;
+    }
+    case DType::kF8E4M3:
+    case DType::kF8E5M2: {
+      const uint8_t* src = static_cast<const uint8_t*>(op.data) + offset;
+      const float* table = fp8_decode_table(op.dtype);
+      decode_loop(op, r, c0, count, out, out_stride,
+                  [src, table](int64_t j) { return table[src[j]]; });
+      return;
+    }
+    default:
+      fail("dtype", dtype_name(op.dtype), "not a matmul operand type");
+  }
+}
+
+float decode_element(const Operand& op, int64_t r, int64_t c) {
+  float value;
+  decode_span(op, r, c, 1, &value, 1);
+  return value;
+}
+
+}  // namespace raggemm::kernels

@@ -1,0 +1,116 @@
+// v2 gmm, group-aligned (DESIGN.md s.3): each group's rows are tiled from the
+// group's own first row, only valid rows are packed, and the ragged last
+// panel of a tile runs the microkernel's narrower row bucket. A work item is
+// (group, row range of up to kRowTilesPerItem m-tiles, n-tile): it packs each
+// k-slice of its B tile once and reuses it for all of its m-tiles.
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/epilogue.h"
+#include "kernels/gmm_kernel.h"
+#include "kernels/macro_kernel.h"
+#include "kernels/pack.h"
+#include "kernels/parallel.h"
+#include "kernels/workspace.h"
+
+namespace raggemm::kernels {
+namespace {
+
+constexpr int64_t kRowTilesPerItem = 4;
+
+struct Item {
+  int64_t group;  // local group index
+  int64_t row_begin, row_end;
+  int64_t col_begin, col_end;  // output columns
+};
+
+void zero_rows(const GmmProblem& p, int64_t begin, int64_t end) {
+  if (end > begin) {
+    std::memset(p.out + begin * p.out_cols(), 0, sizeof(float) * (end - begin) * p.out_cols());
+  }
+}
+
+// Zero-fills every output row that no local group covers.
+void zero_uncovered_rows(const GmmProblem& p) {
+  const int64_t first = p.starts[p.group_offset];
+  const int64_t last = p.starts[p.group_offset + p.local_groups];
+  zero_rows(p, 0, first);
+  zero_rows(p, last, p.m);
+}
+
+void run_item(const GmmProblem& p, const Schedule& s, const Microkernel& uk, const Item& item) {
+  const Tiles& t = s.tiles;
+  const Operand rhs = p.rhs.group(item.group);
+  const int64_t width = item.col_end - item.col_begin;
+  const bool swiglu = p.epilogue.swiglu;
+  const bool staged = p.epilogue.active();
+  const int64_t acc_cols = swiglu ? 2 * width : width;
+  const int64_t item_rows = item.row_end - item.row_begin;
+  const int64_t b_panel = packed_size(width, 1, uk.nr);  // floats per k step
+  float* packed_b = workspace(Slot::kPackedB, (swiglu ? 2 : 1) * b_panel * t.k);
+  float* packed_a = workspace(Slot::kPackedA, packed_size(t.m, t.k, uk.mr));
+  float* acc = staged ? workspace(Slot::kAccumulator, item_rows * acc_cols) : nullptr;
+  const int depth = s.input_buffer_count - 1;
+  for (int64_t k0 = 0; k0 < p.k; k0 += t.k) {
+    const int64_t kc = std::min(t.k, p.k - k0);
+    const bool accumulate = k0 > 0;
+    pack_b(rhs, p.transpose_rhs, k0, kc, item.col_begin, width, uk.nr, packed_b);
+    float* packed_up = packed_b + b_panel * kc;
+    if (swiglu) {
+      pack_b(rhs, p.transpose_rhs, k0, kc, p.n / 2 + item.col_begin, width, uk.nr, packed_up);
+    }
+    for (int64_t r0 = item.row_begin; r0 < item.row_end; r0 += t.m) {
+      const int64_t rows = std::min(t.m, item.row_end - r0);
+      pack_a(p.lhs, r0, rows, k0, kc, uk.mr, packed_a);
+      if (staged) {
+        float* c = acc + (r0 - item.row_begin) * acc_cols;
+        macro_kernel(uk, kc, packed_a, rows, packed_b, width, c, acc_cols, accumulate, depth);
+        if (swiglu) {
+          macro_kernel(uk, kc, packed_a, rows, packed_up, width, c + width, acc_cols, accumulate,
+                       depth);
+        }
+      } else {
+        float* c = p.out + r0 * p.out_cols() + item.col_begin;
+        macro_kernel(uk, kc, packed_a, rows, packed_b, width, c, p.out_cols(), accumulate, depth);
+      }
+    }
+  }
+  if (p.k == 0) {  // empty contraction: the product is zero
+    if (staged) {
+      std::fill(acc, acc + item_rows * acc_cols, 0.0f);
+    } else {
+      for (int64_t r = item.row_begin; r < item.row_end; ++r) {
+        std::fill_n(p.out + r * p.out_cols() + item.col_begin, width, 0.0f);
+      }
+    }
+  }
+  if (staged) {
+    apply_epilogue(p, item.group, item.row_begin, item_rows, item.col_begin, width, acc,
+                   acc_cols);
+  }
+}
+
+}  // namespace
+
+void gmm_v2(const GmmProblem& p, const Schedule& s) {
+  zero_uncovered_rows(p);
+  const Microkernel uk = select_microkernel();
+  const int64_t out_cols = p.out_cols();
+  const int64_t rows_per_item = s.tiles.m * kRowTilesPerItem;
+  std::vector<Item> items;
+  std::vector<int64_t> costs;
+  for (int64_t g = 0; g < p.local_groups; ++g) {
+    const int64_t begin = p.starts[p.group_offset + g];
+    const int64_t end = p.starts[p.group_offset + g + 1];
+    for (int64_t r = begin; r < end; r += rows_per_item) {
+      for (int64_t c = 0; c < out_cols; c += s.tiles.n) {
+        Item item{g, r, std::min(end, r + rows_per_item), c, std::min(out_cols, c + s.tiles.n)};
+        items.push_back(item);
+        costs.push_back((item.row_end - item.row_begin) * (item.col_end - item.col_begin));
+      }
+    }
+  }
+  parallel_items(costs, s.threads, [&](int64_t i) { run_item(p, s, uk, items[i]); });
+}
+
+}  // namespace raggemm::kernels

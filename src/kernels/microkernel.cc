@@ -1,0 +1,114 @@
+// Highway implementation of the f32 microkernel, compiled once per x86 target
+// (AVX3, AVX2, SSE4, SSSE3) plus the portable EMU128 fallback, chosen at run
+// time. The register tile is MR x (2 vectors): 12 x 32 on AVX-512 (24 of 32
+// zmm registers hold accumulators), 6 x 16 on AVX2 (12 of 16 ymm), 6 x 8 on
+// 128-bit targets.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/microkernel.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/cache_control.h>
+#include <hwy/highway.h>
+
+#include "kernels/microkernel.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace raggemm::kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+constexpr size_t kMaxLanes = HWY_LANES(float);
+constexpr int kMR = kMaxLanes >= 16 ? 12 : 6;
+
+// R rows computed (R <= kMR: narrower buckets for ragged last panels, so no
+// FMAs are wasted on padding rows); A advances kMR floats per step regardless.
+template <int R>
+HWY_NOINLINE void Tile(int64_t kc, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
+                       float* HWY_RESTRICT c, int64_t ldc, int cols, bool accumulate,
+                       const float* prefetch) {
+  const DF d;
+  using V = hn::Vec<DF>;
+  const size_t N = hn::Lanes(d);
+  V acc0[R];
+  V acc1[R];
+  for (int i = 0; i < R; ++i) {
+    acc0[i] = hn::Zero(d);
+    acc1[i] = hn::Zero(d);
+  }
+  for (int64_t p = 0; p < kc; ++p) {
+    if (prefetch && (p & 3) == 0) hwy::Prefetch(prefetch + p * kMR);
+    const V b0 = hn::Load(d, b + p * 2 * N);
+    const V b1 = hn::Load(d, b + p * 2 * N + N);
+    const float* ap = a + p * kMR;
+    for (int i = 0; i < R; ++i) {
+      const V ai = hn::Set(d, ap[i]);
+      acc0[i] = hn::MulAdd(ai, b0, acc0[i]);
+      acc1[i] = hn::MulAdd(ai, b1, acc1[i]);
+    }
+  }
+  if (static_cast<size_t>(cols) == 2 * N) {
+    for (int i = 0; i < R; ++i) {
+      float* row = c + i * ldc;
+      if (accumulate) {
+        hn::StoreU(hn::Add(hn::LoadU(d, row), acc0[i]), d, row);
+        hn::StoreU(hn::Add(hn::LoadU(d, row + N), acc1[i]), d, row + N);
+      } else {
+        hn::StoreU(acc0[i], d, row);
+        hn::StoreU(acc1[i], d, row + N);
+      }
+    }
+    return;
+  }
+  // Ragged right edge: spill to a buffer, then touch only the valid columns.
+  HWY_ALIGN float spill[2 * kMaxLanes];
+  for (int i = 0; i < R; ++i) {
+    hn::Store(acc0[i], d, spill);
+    hn::Store(acc1[i], d, spill + N);
+    float* row = c + i * ldc;
+    for (int j = 0; j < cols; ++j) row[j] = accumulate ? row[j] + spill[j] : spill[j];
+  }
+}
+
+void Run(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int rows, int cols,
+         bool accumulate, const float* prefetch) {
+  using Fn = void (*)(int64_t, const float*, const float*, float*, int64_t, int, bool,
+                      const float*);
+  if constexpr (kMR == 12) {
+    static constexpr Fn kByRows[] = {nullptr,  &Tile<1>, &Tile<2>, &Tile<3>,  &Tile<4>,
+                                     &Tile<5>, &Tile<6>, &Tile<7>, &Tile<8>,  &Tile<9>,
+                                     &Tile<10>, &Tile<11>, &Tile<12>};
+    kByRows[rows](kc, a, b, c, ldc, cols, accumulate, prefetch);
+  } else {
+    static constexpr Fn kByRows[] = {nullptr,  &Tile<1>, &Tile<2>, &Tile<3>,
+                                     &Tile<4>, &Tile<5>, &Tile<6>};
+    kByRows[rows](kc, a, b, c, ldc, cols, accumulate, prefetch);
+  }
+}
+
+Microkernel Describe() {
+  const DF d;
+  Microkernel kernel;
+  kernel.mr = kMR;
+  kernel.nr = static_cast<int>(2 * hn::Lanes(d));
+  kernel.target = hwy::TargetName(HWY_TARGET);
+  kernel.run = &Run;
+  return kernel;
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace raggemm::kernels
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace raggemm::kernels {
+
+HWY_EXPORT(Describe);
+
+Microkernel select_microkernel() { return HWY_DYNAMIC_DISPATCH(Describe)(); }
+
+int64_t microkernel_targets() { return HWY_TARGETS & hwy::SupportedTargets(); }
+
+const char* target_name(int64_t target) { return hwy::TargetName(target); }
+
+}  // namespace raggemm::kernels
+#endif  // HWY_ONCE

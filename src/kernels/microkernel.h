@@ -1,0 +1,40 @@
+// The register-tile microkernel (contract in docs/kernels.md):
+//
+//   C[0:rows, 0:cols] (=|+=) A_panel * B_panel
+//
+// A_panel: kc steps of `mr` floats (column p of an MR-row micro-panel, rows past
+//          `rows` zero-padded), i.e. a[p * mr + i].
+// B_panel: kc steps of `nr` floats, b[p * nr + j], 64-byte aligned, columns past
+//          `cols` zero-padded.
+// C:       row-major with leading dimension ldc.
+// accumulate=false stores the product; true adds it to C. Each element is
+// computed as acc = 0; acc = fma(a_ip, b_pj, acc) for p = 0..kc-1 in order;
+// then C = acc or C = C + acc. That sequence does not depend on rows, cols,
+// the target or the neighbours in the panel, which makes results independent
+// of tiling of the output and of the thread count.
+#pragma once
+
+#include <cstdint>
+
+namespace raggemm::kernels {
+
+using MicrokernelFn = void (*)(int64_t kc, const float* a, const float* b, float* c,
+                               int64_t ldc, int rows, int cols, bool accumulate,
+                               const float* prefetch);
+
+struct Microkernel {
+  int mr = 0;              // rows of the register tile (A micro-panel height)
+  int nr = 0;              // columns (B micro-panel width), a multiple of the vector
+  const char* target = ""; // Highway target name, e.g. "AVX3", "AVX2", "EMU128"
+  MicrokernelFn run = nullptr;
+};
+
+// The microkernel for the best target this CPU supports (honouring
+// hwy::SetSupportedTargetsForTest, so tests can force each target).
+Microkernel select_microkernel();
+
+// Bitmask of Highway targets compiled in and supported here (for tests).
+int64_t microkernel_targets();
+const char* target_name(int64_t target);
+
+}  // namespace raggemm::kernels

@@ -1,0 +1,49 @@
+// v2 tgmm, group-aligned: out[g] = lhs[rows g]^T @ dout[rows g]. A work item
+// is one output tile (group, K-tile, N-tile); it walks the group's own tokens
+// from the group's first row in slices of tiles.k, in order, so the
+// reduction over tokens is fixed and independent of the thread count. Empty
+// groups produce zero slices.
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/gmm_kernel.h"
+#include "kernels/macro_kernel.h"
+#include "kernels/pack.h"
+#include "kernels/parallel.h"
+#include "kernels/tgmm_common.h"
+#include "kernels/workspace.h"
+
+namespace raggemm::kernels {
+
+void tgmm_v2(const TgmmProblem& p, const Schedule& s) {
+  const Tiles& t = s.tiles;
+  const Microkernel uk = select_microkernel();
+  const TgmmTiling tiling = tgmm_tiling(p, t);
+  std::vector<int64_t> costs(static_cast<size_t>(tiling.items()));
+  for (int64_t item = 0; item < tiling.items(); ++item) {
+    const int64_t g = item / tiling.tiles_per_group();
+    costs[item] = p.starts[p.group_offset + g + 1] - p.starts[p.group_offset + g];
+  }
+  const int depth = s.input_buffer_count - 1;
+  parallel_items(costs, s.threads, [&](int64_t item) {
+    const TgmmTile tile = tiling.tile(item);
+    const int64_t begin = p.starts[p.group_offset + tile.group];
+    const int64_t end = p.starts[p.group_offset + tile.group + 1];
+    float* c = p.out + tile.group * p.k * p.n + tile.row0 * p.n + tile.col0;
+    if (end == begin) {
+      zero_tile(c, tile.rows, tile.cols, p.n);
+    } else {
+      float* packed_a = workspace(Slot::kPackedA, packed_size(t.m, t.k, uk.mr));
+      float* packed_b = workspace(Slot::kPackedB, packed_size(t.n, t.k, uk.nr));
+      for (int64_t t0 = begin; t0 < end; t0 += t.k) {
+        const int64_t kc = std::min(t.k, end - t0);
+        pack_a_transposed(p.lhs, t0, kc, tile.row0, tile.rows, begin, end, uk.mr, packed_a);
+        pack_b(p.dout, false, t0, kc, tile.col0, tile.cols, uk.nr, packed_b);
+        macro_kernel(uk, kc, packed_a, tile.rows, packed_b, tile.cols, c, p.n, t0 > begin, depth);
+      }
+    }
+    scale_tile(p, tile, c);
+  });
+}
+
+}  // namespace raggemm::kernels

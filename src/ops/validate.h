@@ -1,0 +1,39 @@
+// Argument validation shared by every op: each check throws raggemm::Error
+// naming the argument and the offending value, and runs before any write.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "raggemm/gmm.h"
+#include "raggemm/tensor.h"
+
+namespace raggemm::ops {
+
+// Rank, dtype (one of `dtypes`), row-major contiguity, non-null data when
+// non-empty, and a non-overflowing element count.
+void check_tensor(const TensorView& view, const std::string& argument, int rank,
+                  std::initializer_list<DType> dtypes);
+
+void check_dim(const TensorView& view, const std::string& argument, int axis, int64_t expected,
+               const std::string& what);
+
+// group_sizes: int32 or int64 [G], each >= 0, sum <= m. Returns row starts
+// (size G + 1).
+std::vector<int64_t> check_group_sizes(const TensorView& group_sizes, int64_t m);
+
+// Tile fields: 0 (unset) or in [1, kMaxTile]; tiles whose packed blocks
+// would exceed the workspace cap are refused.
+inline constexpr int64_t kMaxTile = 1 << 16;
+void check_tiles(const Tiles& tiles, const std::string& argument);
+
+void check_threads(int threads, const std::string& argument);
+void check_buffer_count(int input_buffer_count, const std::string& argument);
+
+// Local expert range: returns the number of local groups.
+int64_t check_local_groups(int64_t group_offset, int64_t local_groups, int64_t total_groups,
+                           int64_t rhs_groups, const std::string& rhs_argument);
+
+}  // namespace raggemm::ops
