@@ -1,0 +1,156 @@
+// The Mixture-of-Experts layer, forward and backward, on top of the grouped
+// matmuls (DESIGN.md s.5, layer moe/):
+//
+//   router     logits = x @ gate [embed, E]; softmax (or sigmoid) scores;
+//              top-k per token (optionally limited to the best groups of
+//              experts, optionally with a per-expert selection bias);
+//              weights = chosen scores, renormalised over the k (optional),
+//              times routed_scaling_factor; load-balancing loss.
+//   permute    each token repeated k times and stably counting-sorted by
+//              expert, O(tokens * k), giving group_sizes.
+//   experts    h = silu(x @ wi_0[e]) * (x @ wi_1[e]); y = h @ wo[e], each
+//              through raggemm::gmm with the weight's own plan (or one fused
+//              gate|up weight wi [E, embed, 2*mlp]).
+//   unpermute  out[t] = sum_j weight[t,j] * y[row of (t,j)], in f32.
+//   shared     a dense SwiGLU MLP of width shared_experts * mlp added to out.
+//
+// Backward covers all of it: router through the top-k weights and the
+// load-balancing loss, permute, the three passes of every expert weight,
+// shared experts. The layer is a template over the scalar type: float runs
+// the raggemm ops; double runs naive loops (the finite-difference oracle).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "raggemm/dtype.h"
+#include "raggemm/plan.h"
+#include "raggemm/tensor.h"
+
+namespace raggemm {
+class Profiler;
+}
+
+namespace raggemm::moe {
+
+enum class ScoreFunction : uint8_t { kSoftmax, kSigmoid };
+
+struct RouterConfig {
+  int64_t num_experts = 8;
+  int64_t top_k = 2;
+  ScoreFunction score_function = ScoreFunction::kSoftmax;
+  bool normalize_top_k = true;  // renormalise the k chosen scores to sum 1
+  // Sigmoid scoring: a per-expert bias added to the scores for selection
+  // only (aux-loss-free balancing); the trainer nudges it toward balance.
+  bool selection_bias = false;
+  // Group-limited routing: experts are split into n_routing_groups groups,
+  // tokens pick among the topk_routing_group best groups. -1: off.
+  int64_t n_routing_groups = -1;
+  int64_t topk_routing_group = -1;
+  double routed_scaling_factor = 1.0;
+  double load_balance_loss_weight = 0.0;
+};
+
+// Which code runs the matmuls of a float layer.
+enum class MatmulBackend : uint8_t {
+  kOps,        // raggemm::gmm / tgmm (or quantized_gmm / quantized_tgmm)
+  kReference,  // naive loops, double accumulation: the dense oracle
+};
+
+struct MoeConfig {
+  int64_t embed_dim = 0;
+  int64_t mlp_dim = 0;
+  RouterConfig router;
+  int64_t shared_experts = 0;  // width of the shared MLP = shared_experts * mlp_dim
+  bool fused_gate_up = false;  // one wi [E, embed, 2*mlp] (gate|up); v2 fwd fuses SwiGLU
+  DType dtype = DType::kF32;   // what the GMMs read: f32 or bf16
+  std::string quantization;    // "", "fp8_full" or "int8" (routed expert GMMs)
+  std::string weight_scaling = "channel";  // quantized weights: "channel" or "block:SIZE"
+  BlockPlan plan;              // tiles and kernels per (weight, pass)
+  bool use_tune_cache = false;
+  MatmulBackend backend = MatmulBackend::kOps;
+  int threads = 0;
+};
+
+// Checks a config; an invalid combination throws Error naming the fields.
+void validate(const MoeConfig& config);
+
+// A named parameter with its gradient (same shape). Non-trainable
+// parameters (the selection bias) are state the optimizer leaves alone.
+template <class T>
+struct Param {
+  std::string name;
+  Shape shape;
+  std::vector<T> value;
+  std::vector<T> grad;
+  bool trainable = true;
+
+  void reset(std::string param_name, Shape param_shape, bool is_trainable = true);
+  int64_t size() const { return static_cast<int64_t>(value.size()); }
+};
+
+// Fills `param` with normal(0, stddev) values from a counter-based generator
+// keyed by (seed, param name): reproducible, independent of call order.
+template <class T>
+void init_normal(Param<T>& param, uint64_t seed, double stddev);
+
+// A dense SwiGLU MLP: out = (silu(x @ wi_0) * (x @ wi_1)) @ wo.
+template <class T>
+class DenseMlp {
+ public:
+  DenseMlp(std::string name, int64_t embed_dim, int64_t width, const MoeConfig& matmuls,
+           Profiler* profiler);
+  ~DenseMlp();
+  DenseMlp(DenseMlp&&) noexcept;
+  void init(uint64_t seed);
+  void forward(const T* x, int64_t tokens, T* out);
+  // Overwrites every parameter's grad; adds the input gradient into dx.
+  void backward(const T* dout, T* dx);
+  std::vector<Param<T>*> params();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+struct RoutingStats {
+  std::vector<int32_t> group_sizes;  // tokens * top_k rows per expert
+  double load_balance_loss = 0;      // unweighted
+};
+
+template <class T>
+class MoeLayer {
+ public:
+  MoeLayer(std::string name, const MoeConfig& config, Profiler* profiler = nullptr);
+  ~MoeLayer();
+  MoeLayer(MoeLayer&&) noexcept;
+
+  const MoeConfig& config() const;
+  void init(uint64_t seed);
+  // x [tokens, embed] -> out [tokens, embed]; keeps what backward needs.
+  void forward(const T* x, int64_t tokens, T* out);
+  // dout [tokens, embed]; overwrites every parameter's grad (including the
+  // load-balancing term, weight config.router.load_balance_loss_weight) and
+  // adds the input gradient into dx.
+  void backward(const T* dout, T* dx);
+  // Of the last forward.
+  const RoutingStats& routing() const;
+  // Aux-loss-free balancing: bias[e] += rate * sign(mean load - load[e]).
+  void update_selection_bias(double rate);
+  std::vector<Param<T>*> params();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+extern template struct Param<float>;
+extern template struct Param<double>;
+extern template class DenseMlp<float>;
+extern template class DenseMlp<double>;
+extern template class MoeLayer<float>;
+extern template class MoeLayer<double>;
+
+}  // namespace raggemm::moe

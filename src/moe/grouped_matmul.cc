@@ -1,0 +1,253 @@
+// Grouped-matmul passes for the MoE layer: the public ops for float, naive
+// double-accumulation loops for the reference backend and for double.
+#include "moe/grouped_matmul.h"
+
+#include <cstring>
+#include <vector>
+
+#include "raggemm/error.h"
+#include "raggemm/gmm.h"
+#include "raggemm/quant.h"
+
+namespace raggemm::moe {
+namespace {
+
+std::vector<int64_t> row_starts(const GroupedProblem& problem) {
+  std::vector<int64_t> starts(static_cast<size_t>(problem.groups) + 1, 0);
+  for (int64_t g = 0; g < problem.groups; ++g) starts[g + 1] = starts[g] + problem.group_sizes[g];
+  return starts;
+}
+
+double pass_flops(const GroupedProblem& problem) {
+  return 2.0 * static_cast<double>(covered_rows(problem)) * static_cast<double>(problem.k) *
+         static_cast<double>(problem.n);
+}
+
+// ---------------------------------------------------------------------------
+// Naive loops with double accumulation (reference backend, and all of T=double).
+
+template <class T>
+void naive_forward(const GroupedProblem& p, const T* x, const T* w, T* out) {
+  const std::vector<int64_t> starts = row_starts(p);
+  const int64_t covered = starts.back();
+#pragma omp parallel
+  {
+    std::vector<double> acc(static_cast<size_t>(p.n));
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < p.m; ++i) {
+      T* out_row = out + i * p.n;
+      if (i >= covered) {
+        for (int64_t j = 0; j < p.n; ++j) out_row[j] = T(0);
+        continue;
+      }
+      int64_t g = 0;
+      while (starts[g + 1] <= i) ++g;
+      const T* wg = w + g * p.k * p.n;
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t kk = 0; kk < p.k; ++kk) {
+        const double a = static_cast<double>(x[i * p.k + kk]);
+        const T* w_row = wg + kk * p.n;
+        for (int64_t j = 0; j < p.n; ++j) acc[j] += a * static_cast<double>(w_row[j]);
+      }
+      for (int64_t j = 0; j < p.n; ++j) out_row[j] = static_cast<T>(acc[j]);
+    }
+  }
+}
+
+template <class T>
+void naive_grad_lhs(const GroupedProblem& p, const T* dy, const T* w, T* dx) {
+  const std::vector<int64_t> starts = row_starts(p);
+  const int64_t covered = starts.back();
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < p.m; ++i) {
+    T* dx_row = dx + i * p.k;
+    if (i >= covered) {
+      for (int64_t kk = 0; kk < p.k; ++kk) dx_row[kk] = T(0);
+      continue;
+    }
+    int64_t g = 0;
+    while (starts[g + 1] <= i) ++g;
+    const T* wg = w + g * p.k * p.n;
+    const T* dy_row = dy + i * p.n;
+    for (int64_t kk = 0; kk < p.k; ++kk) {
+      double acc = 0;
+      const T* w_row = wg + kk * p.n;
+      for (int64_t j = 0; j < p.n; ++j) {
+        acc += static_cast<double>(dy_row[j]) * static_cast<double>(w_row[j]);
+      }
+      dx_row[kk] = static_cast<T>(acc);
+    }
+  }
+}
+
+template <class T>
+void naive_grad_rhs(const GroupedProblem& p, const T* x, const T* dy, T* dw) {
+  const std::vector<int64_t> starts = row_starts(p);
+#pragma omp parallel
+  {
+    std::vector<double> acc(static_cast<size_t>(p.n));
+#pragma omp for schedule(static) collapse(2)
+    for (int64_t g = 0; g < p.groups; ++g) {
+      for (int64_t kk = 0; kk < p.k; ++kk) {
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t i = starts[g]; i < starts[g + 1]; ++i) {
+          const double a = static_cast<double>(x[i * p.k + kk]);
+          const T* dy_row = dy + i * p.n;
+          for (int64_t j = 0; j < p.n; ++j) acc[j] += a * static_cast<double>(dy_row[j]);
+        }
+        T* dw_row = dw + (g * p.k + kk) * p.n;
+        for (int64_t j = 0; j < p.n; ++j) dw_row[j] = static_cast<T>(acc[j]);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The public ops.
+
+// A view of `count` floats as `dtype`: the buffer itself for f32, a bf16 copy
+// otherwise (kept alive by `storage`).
+TensorView as_dtype(const float* data, Shape shape, DType dtype, Tensor& storage) {
+  if (dtype == DType::kF32) return TensorView(DType::kF32, std::move(shape), data);
+  require(dtype == DType::kBF16, "dtype", dtype_name(dtype), "GMM inputs must be f32 or bf16");
+  storage = Tensor(DType::kBF16, shape);
+  uint16_t* bits = storage.as<uint16_t>();
+  const int64_t count = storage.numel();
+#pragma omp parallel for schedule(static) if (count > 65536)
+  for (int64_t i = 0; i < count; ++i) bits[i] = f32_to_bf16(data[i]);
+  return storage.view();
+}
+
+QuantGmmOptions quant_options(const MatmulContext& context) {
+  QuantGmmOptions options;
+  options.recipe = context.quantization == "int8" ? QuantRecipe::kInt8 : QuantRecipe::kFp8;
+  options.rhs_scaling = parse_rhs_scaling(context.weight_scaling, "quantization_weight_scaling");
+  return options;
+}
+
+void copy_out(const Tensor& result, float* out) {
+  std::memcpy(out, result.data(), result.nbytes());
+}
+
+// The scope covers the op call only: casting to bf16 is glue, timed apart.
+void ops_gmm(const MatmulContext& context, const ResolvedPassConfig& config, Pass pass,
+             const char* name, const GroupedProblem& p, const float* lhs, int64_t lhs_cols, const float* w,
+             float* out, bool swiglu) {
+  const TensorView sizes(DType::kI32, Shape{p.groups}, p.group_sizes);
+  GmmOptions options = gmm_options(config, pass);
+  options.transpose_rhs = pass == Pass::kGradLhs;
+  options.threads = context.threads;
+  options.fuse_swiglu = swiglu;
+  const int64_t out_cols = pass == Pass::kGradLhs ? p.k : (swiglu ? p.n / 2 : p.n);
+  if (!context.quantization.empty()) {
+    const TensorView lhs_view(DType::kF32, Shape{p.m, lhs_cols}, lhs);
+    const TensorView w_view(DType::kF32, Shape{p.groups, p.k, p.n}, w);
+    auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+    copy_out(quantized_gmm(lhs_view, w_view, sizes, options, quant_options(context)), out);
+    return;
+  }
+  Tensor lhs_storage, w_storage;
+  TensorView lhs_view, w_view;
+  {
+    auto cast_scope = profile(context.profiler, "cast_bf16", OpKind::kGlue);
+    lhs_view = as_dtype(lhs, Shape{p.m, lhs_cols}, context.dtype, lhs_storage);
+    w_view = as_dtype(w, Shape{p.groups, p.k, p.n}, context.dtype, w_storage);
+  }
+  auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+  gmm_into(lhs_view, w_view, sizes, TensorView(DType::kF32, Shape{p.m, out_cols}, out), options);
+}
+
+}  // namespace
+
+int64_t covered_rows(const GroupedProblem& problem) {
+  int64_t rows = 0;
+  for (int64_t g = 0; g < problem.groups; ++g) rows += problem.group_sizes[g];
+  return rows;
+}
+
+template <>
+void grouped_forward<float>(const MatmulContext& context, const ResolvedPassConfig& config,
+                            const char* name, const GroupedProblem& p, const float* x,
+                            const float* w, float* out) {
+  if (context.backend == MatmulBackend::kReference) {
+    auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+    return naive_forward(p, x, w, out);
+  }
+  ops_gmm(context, config, Pass::kForward, name, p, x, p.k, w, out, false);
+}
+
+template <>
+void grouped_forward<double>(const MatmulContext& context, const ResolvedPassConfig&,
+                             const char* name, const GroupedProblem& p, const double* x,
+                             const double* w, double* out) {
+  auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+  naive_forward(p, x, w, out);
+}
+
+void grouped_forward_swiglu(const MatmulContext& context, const ResolvedPassConfig& config,
+                            const char* name, const GroupedProblem& p, const float* x,
+                            const float* w, float* out) {
+  require(context.backend == MatmulBackend::kOps && context.quantization.empty(), "fused_gate_up",
+          "true", "the fused SwiGLU forward needs the unquantized ops backend");
+  ops_gmm(context, config, Pass::kForward, name, p, x, p.k, w, out, true);
+}
+
+template <>
+void grouped_grad_lhs<float>(const MatmulContext& context, const ResolvedPassConfig& config,
+                             const char* name, const GroupedProblem& p, const float* dy,
+                             const float* w, float* dx) {
+  if (context.backend == MatmulBackend::kReference) {
+    auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+    return naive_grad_lhs(p, dy, w, dx);
+  }
+  ops_gmm(context, config, Pass::kGradLhs, name, p, dy, p.n, w, dx, false);
+}
+
+template <>
+void grouped_grad_lhs<double>(const MatmulContext& context, const ResolvedPassConfig&,
+                              const char* name, const GroupedProblem& p, const double* dy,
+                              const double* w, double* dx) {
+  auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+  naive_grad_lhs(p, dy, w, dx);
+}
+
+template <>
+void grouped_grad_rhs<float>(const MatmulContext& context, const ResolvedPassConfig& config,
+                             const char* name, const GroupedProblem& p, const float* x,
+                             const float* dy, float* dw) {
+  if (context.backend == MatmulBackend::kReference) {
+    auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+    return naive_grad_rhs(p, x, dy, dw);
+  }
+  const TensorView sizes(DType::kI32, Shape{p.groups}, p.group_sizes);
+  TgmmOptions options = tgmm_options(config);
+  options.threads = context.threads;
+  const TensorView out(DType::kF32, Shape{p.groups, p.k, p.n}, dw);
+  if (!context.quantization.empty()) {
+    auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+    copy_out(quantized_tgmm(TensorView(DType::kF32, Shape{p.m, p.k}, x),
+                            TensorView(DType::kF32, Shape{p.m, p.n}, dy), sizes, options,
+                            quant_options(context)),
+             dw);
+    return;
+  }
+  Tensor x_storage, dy_storage;
+  TensorView x_view, dy_view;
+  {
+    auto cast_scope = profile(context.profiler, "cast_bf16", OpKind::kGlue);
+    x_view = as_dtype(x, Shape{p.m, p.k}, context.dtype, x_storage);
+    dy_view = as_dtype(dy, Shape{p.m, p.n}, context.dtype, dy_storage);
+  }
+  auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+  tgmm_into(x_view, dy_view, sizes, out, options);
+}
+
+template <>
+void grouped_grad_rhs<double>(const MatmulContext& context, const ResolvedPassConfig&,
+                              const char* name, const GroupedProblem& p, const double* x,
+                              const double* dy, double* dw) {
+  auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+  naive_grad_rhs(p, x, dy, dw);
+}
+
+}  // namespace raggemm::moe

@@ -1,0 +1,64 @@
+// The three grouped-matmul passes of one weight as the MoE layer and the
+// model call them, on plain row-major buffers of T (float or double).
+//
+//   forward:  out[i] = x[i] @ w[g(i)]            x [M,K], w [G,K,N], out [M,N]
+//   grad_lhs: dx[i]  = dy[i] @ w[g(i)]^T         dy [M,N], dx [M,K]
+//   grad_rhs: dw[g]  = x[rows g]^T @ dy[rows g]  dw [G,K,N]
+//
+// T = float runs the public ops (raggemm::gmm / tgmm, or the quantized ones)
+// with the pass's resolved plan, casting operands to the compute dtype; the
+// reference backend (and every T = double call) runs naive loops with double
+// accumulation, the oracle of the layer tests. Each call is one profiler op.
+// Outputs are overwritten; rows past sum(group sizes) come out zero.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "raggemm/moe.h"
+#include "raggemm/plan.h"
+#include "raggemm/profiler.h"
+
+namespace raggemm::moe {
+
+struct MatmulContext {
+  MatmulBackend backend = MatmulBackend::kOps;
+  DType dtype = DType::kF32;  // storage of both operands handed to the kernels
+  std::string quantization;   // "", "fp8_full", "int8"
+  std::string weight_scaling = "channel";
+  int threads = 0;
+  Profiler* profiler = nullptr;
+  OpKind kind = OpKind::kExpertGmm;
+};
+
+struct GroupedProblem {
+  const int32_t* group_sizes = nullptr;
+  int64_t groups = 0;
+  int64_t m = 0;  // rows of x / dy
+  int64_t k = 0;  // rows of each w[g]
+  int64_t n = 0;  // columns of each w[g]
+};
+
+template <class T>
+void grouped_forward(const MatmulContext& context, const ResolvedPassConfig& config,
+                     const char* name, const GroupedProblem& problem, const T* x, const T* w,
+                     T* out);
+template <class T>
+void grouped_grad_lhs(const MatmulContext& context, const ResolvedPassConfig& config,
+                      const char* name, const GroupedProblem& problem, const T* dy, const T* w,
+                      T* dx);
+template <class T>
+void grouped_grad_rhs(const MatmulContext& context, const ResolvedPassConfig& config,
+                      const char* name, const GroupedProblem& problem, const T* x, const T* dy,
+                      T* dw);
+
+// fwd with the v2 fused SwiGLU output stage: w is gate|up along N ([G,K,2F]),
+// out [M,F] = silu(x @ gate) * (x @ up). Float, ops backend, unquantized only.
+void grouped_forward_swiglu(const MatmulContext& context, const ResolvedPassConfig& config,
+                            const char* name, const GroupedProblem& problem, const float* x,
+                            const float* w, float* out);
+
+// The rows the groups cover: sum of group sizes.
+int64_t covered_rows(const GroupedProblem& problem);
+
+}  // namespace raggemm::moe

@@ -1,0 +1,44 @@
+// SiLU-GLU (SwiGLU) activation and its backward, elementwise over rows.
+//   act = silu(gate) * up,  silu(z) = z * sigmoid(z)
+// Gate and up live either in two buffers or side by side in one [rows, 2F]
+// buffer (the fused gate|up layout); `stride` is the row stride of gate/up.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+namespace raggemm::moe {
+
+template <class T>
+void swiglu_forward(const T* gate, const T* up, int64_t rows, int64_t width, int64_t stride,
+                    T* act) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* g = gate + r * stride;
+    const T* u = up + r * stride;
+    T* a = act + r * width;
+    for (int64_t i = 0; i < width; ++i) a[i] = g[i] / (T(1) + std::exp(-g[i])) * u[i];
+  }
+}
+
+// dgate, dup have row stride `stride` (they may interleave in one buffer).
+template <class T>
+void swiglu_backward(const T* gate, const T* up, const T* dact, int64_t rows, int64_t width,
+                     int64_t stride, T* dgate, T* dup) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* g = gate + r * stride;
+    const T* u = up + r * stride;
+    const T* da = dact + r * width;
+    T* dg = dgate + r * stride;
+    T* du = dup + r * stride;
+    for (int64_t i = 0; i < width; ++i) {
+      const T sig = T(1) / (T(1) + std::exp(-g[i]));
+      const T silu = g[i] * sig;
+      dg[i] = da[i] * u[i] * sig * (T(1) + g[i] * (T(1) - sig));
+      du[i] = da[i] * silu;
+    }
+  }
+}
+
+}  // namespace raggemm::moe
