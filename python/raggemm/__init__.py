@@ -7,7 +7,9 @@ Bad input raises ``raggemm.Error``, a ``ValueError`` naming the argument.
 
 from ._arrays import Error
 from ._ops import gmm, tgmm
-from ._plan import PassConfig, Plan
+from ._plan import PassConfig, Plan, plan
+from ._quant import Quantized, dequantize, quantize
 
 __version__ = "0.1.0"
-__all__ = ["Error", "PassConfig", "Plan", "gmm", "tgmm"]
+__all__ = ["Error", "PassConfig", "Plan", "Quantized", "dequantize", "gmm", "plan", "quantize",
+           "tgmm"]

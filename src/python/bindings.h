@@ -6,8 +6,14 @@
 
 namespace raggemm::python {
 
-// gmm, tgmm (and the quantization and plan helpers) on numpy arrays.
+// gmm and tgmm on numpy arrays.
 void bind_numpy_ops(nanobind::module_& module);
+
+// quantize / dequantize (include/raggemm/quant.h).
+void bind_quantization(nanobind::module_& module);
+
+// resolve_plan: the resolved per-pass configs of one weight (raggemm/plan.h).
+void bind_plan(nanobind::module_& module);
 
 // `xla_ffi_targets()`: {target name: PyCapsule of the XLA FFI handler} for
 // jax.ffi.register_ffi_target; empty when built without the XLA headers.

@@ -11,5 +11,7 @@ NB_MODULE(_raggemm, module) {
   // and the message names the argument and the offending value.
   nanobind::exception<raggemm::Error>(module, "Error", PyExc_ValueError);
   raggemm::python::bind_numpy_ops(module);
+  raggemm::python::bind_quantization(module);
+  raggemm::python::bind_plan(module);
   raggemm::python::bind_xla_ffi(module);
 }

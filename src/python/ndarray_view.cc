@@ -93,4 +93,29 @@ OutputArray new_f32_array(const Shape& shape, const char* argument) {
   return out;
 }
 
+nb::dlpack::dtype numpy_dtype_of(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return nb::dtype<float>();
+    case DType::kBF16: return nb::dtype<uint16_t>();
+    case DType::kF16: return nb::dtype<uint16_t>();
+    case DType::kI32: return nb::dtype<int32_t>();
+    case DType::kI64: return nb::dtype<int64_t>();
+    case DType::kI8: return nb::dtype<int8_t>();
+    case DType::kU8: return nb::dtype<uint8_t>();
+    case DType::kF8E4M3: return nb::dtype<uint8_t>();
+    case DType::kF8E5M2: return nb::dtype<uint8_t>();
+  }
+  return nb::dtype<uint8_t>();
+}
+
+nb::ndarray<nb::numpy> to_numpy(Tensor tensor) {
+  // The capsule keeps a copy of the Tensor (a shared_ptr to its storage)
+  // alive for as long as numpy holds the array.
+  auto* owned = new Tensor(std::move(tensor));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<Tensor*>(p); });
+  std::vector<size_t> dims(owned->shape().begin(), owned->shape().end());
+  return nb::ndarray<nb::numpy>(owned->data(), dims.size(), dims.data(), owner, nullptr,
+                                numpy_dtype_of(owned->dtype()));
+}
+
 }  // namespace raggemm::python

@@ -34,4 +34,8 @@ struct OutputArray {
 };
 OutputArray new_f32_array(const Shape& shape, const char* argument);
 
+// A numpy array sharing `tensor`'s storage (no copy). fp8 codes come out as
+// uint8 (their raw bits; the Python layer views them as ml_dtypes floats).
+nb::ndarray<nb::numpy> to_numpy(Tensor tensor);
+
 }  // namespace raggemm::python

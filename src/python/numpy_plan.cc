@@ -1,0 +1,87 @@
+// raggemm.plan: resolves the three pass configs of one weight of an MoE block
+// (include/raggemm/plan.h): explicit settings > tuned cache > heuristic, per
+// field, with the source of each field. The Python layer turns the result
+// into a raggemm.Plan for the numpy API and raggemm.jax.ragged_dot.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "python/bindings.h"
+#include "python/ndarray_view.h"
+#include "raggemm/error.h"
+#include "raggemm/plan.h"
+
+namespace raggemm::python {
+namespace {
+
+nb::dict pass_dict(const ResolvedPassConfig& config) {
+  nb::dict out;
+  out["tiles"] = nb::make_tuple(config.tiles.m, config.tiles.k, config.tiles.n);
+  out["kernel"] = kernel_name(config.kernel);
+  out["buffers"] = config.input_buffer_count;
+  nb::dict source;
+  source["m"] = source_name(config.source.m);
+  source["k"] = source_name(config.source.k);
+  source["n"] = source_name(config.source.n);
+  source["kernel"] = source_name(config.source.kernel);
+  source["buffers"] = source_name(config.source.buffers);
+  out["source"] = source;
+  return out;
+}
+
+// cache_path: None with use_cache for the default cache file, a path for
+// another one; use_cache false resolves without any cache.
+nb::dict resolve_plan(const std::string& weight_name, int64_t batch_seq, int64_t embed_dim,
+                      int64_t mlp_dim, int64_t groups, const std::vector<std::string>& settings,
+                      const std::optional<InputArray>& group_sizes,
+                      const std::optional<std::string>& cache_path, bool use_cache,
+                      const std::string& dtype_name) {
+  const Weight weight = parse_weight(weight_name, "weight");
+  const DType dtype = parse_dtype(dtype_name, "dtype");
+  require(batch_seq >= 0, "batch_seq", batch_seq, "must be >= 0");
+  require(embed_dim > 0, "embed_dim", embed_dim, "must be > 0");
+  require(mlp_dim > 0, "mlp_dim", mlp_dim, "must be > 0");
+  require(groups > 0, "groups", groups, "must be > 0");
+  const BlockPlan block = parse_plan_settings(settings);
+  std::vector<int32_t> sizes;
+  if (group_sizes) {
+    const TensorView view = view_of(*group_sizes, DType::kI32, "group_sizes");
+    require(view.rank() == 1 && view.dim(0) == groups, "group_sizes", shape_string(view.shape),
+            "expected [groups] int32");
+    sizes.assign(view.as<int32_t>(), view.as<int32_t>() + view.dim(0));
+  }
+  std::unique_ptr<TuneCache> own_cache;
+  const TuneCache* cache = nullptr;
+  if (use_cache) {
+    if (cache_path) {
+      own_cache = std::make_unique<TuneCache>(*cache_path);
+      cache = own_cache.get();
+    } else {
+      cache = &TuneCache::shared_default();
+    }
+  }
+  const ModelDims dims{batch_seq, embed_dim, mlp_dim};
+  nb::dict out;
+  for (Pass pass : kAllPasses) {
+    out[pass_name(pass)] =
+        pass_dict(resolve(block.weight(weight), weight, pass, dims, groups, sizes, cache, dtype));
+  }
+  return out;
+}
+
+}  // namespace
+
+void bind_plan(nb::module_& module) {
+  module.def("resolve_plan", &resolve_plan, nb::arg("weight"), nb::arg("batch_seq"),
+             nb::arg("embed_dim"), nb::arg("mlp_dim"), nb::arg("groups"), nb::arg("settings"),
+             nb::arg("group_sizes").none(), nb::arg("cache_path").none(), nb::arg("use_cache"),
+             nb::arg("dtype"));
+  module.def("plan_setting_keys", &plan_setting_keys);
+}
+
+}  // namespace raggemm::python
