@@ -8,8 +8,8 @@ from ._arrays import GROUP_SIZE_DTYPES, optional_f32, tile_tuple, to_raw
 
 
 def gmm(lhs, rhs, group_sizes, *, transpose_rhs=False, tiles=None, kernel="v1", buffers=1,
-        threads=0, group_offset=0, swiglu=False, col_scale=None, col_bias=None,
-        row_scale=None):
+        threads=0, group_offset=0, local_groups=-1, swiglu=False, col_scale=None,
+        col_bias=None, row_scale=None):
     """Grouped matmul: ``out[i] = lhs[i] @ rhs[group(i)]`` (``@ rhs[g].T`` with transpose_rhs).
 
     lhs ``[M, K]``; rhs ``[G, K, N]`` (``[G, N, K]`` with transpose_rhs); group_sizes
@@ -20,7 +20,8 @@ def gmm(lhs, rhs, group_sizes, *, transpose_rhs=False, tiles=None, kernel="v1", 
 
     tiles: kernel tiles ``(m, k, n)`` or None for raggemm's choice; kernel "v1" or
     "v2"; buffers: prefetch depth 1..4; threads: 0 for OpenMP's default.
-    group_offset: rhs holds groups [group_offset, group_offset + G_rhs).
+    group_offset, local_groups: expert parallelism; with local_groups = E >= 0, rhs
+    holds only groups [group_offset, group_offset + E) and other rows come out zero.
     swiglu, col_scale, col_bias, row_scale: the v2 kernel's fused output stage.
     Bad input raises raggemm.Error (a ValueError) naming the argument.
     """
@@ -29,8 +30,9 @@ def gmm(lhs, rhs, group_sizes, *, transpose_rhs=False, tiles=None, kernel="v1", 
     group_sizes, sizes_dtype = to_raw(group_sizes, "group_sizes", GROUP_SIZE_DTYPES)
     return _raggemm.gmm(lhs, lhs_dtype, rhs, rhs_dtype, group_sizes, sizes_dtype,
                         bool(transpose_rhs), tile_tuple(tiles), kernel, buffers, threads,
-                        group_offset, bool(swiglu), optional_f32(col_scale, "col_scale"),
-                        optional_f32(col_bias, "col_bias"), optional_f32(row_scale, "row_scale"))
+                        group_offset, local_groups, bool(swiglu),
+                        optional_f32(col_scale, "col_scale"), optional_f32(col_bias, "col_bias"),
+                        optional_f32(row_scale, "row_scale"))
 
 
 def tgmm(lhs, dout, group_sizes, *, tiles=None, kernel="v1", buffers=1, threads=0,
@@ -38,8 +40,8 @@ def tgmm(lhs, dout, group_sizes, *, tiles=None, kernel="v1", buffers=1, threads=
     """Transposed grouped matmul: ``out[g] = lhs[rows of g].T @ dout[rows of g]``.
 
     lhs ``[M, K]``, dout ``[M, N]``, group_sizes ``[G]``. Returns a new float32
-    ``[G_local, K, N]`` array (G_local = local_groups, or G - group_offset when
-    local_groups is -1); empty groups give zero slices. For tgmm the tiles
+    ``[G_local, K, N]`` array (G_local = local_groups, or G when local_groups is
+    -1, which needs group_offset 0); empty groups give zero slices. For tgmm the tiles
     ``(m, k, n)`` tile the ``[K, N]`` output by (m, n) and the tokens by k.
     """
     lhs, lhs_dtype = to_raw(lhs, "lhs")

@@ -54,10 +54,12 @@ std::string shape_of(const InputArray& array) {
 // numpy's rule: strides of dims of size 1 do not matter, nor any stride of
 // an empty array.
 bool is_c_contiguous(const InputArray& array) {
+  for (size_t i = 0; i < array.ndim(); ++i) {
+    if (array.shape(i) == 0) return true;
+  }
   int64_t expected = 1;
   for (size_t i = array.ndim(); i-- > 0;) {
     const auto size = static_cast<int64_t>(array.shape(i));
-    if (size == 0) return true;
     if (size != 1 && array.stride(i) != expected) return false;
     expected *= size;
   }

@@ -44,7 +44,7 @@ nb::ndarray<nb::numpy, float> gmm(const InputArray& lhs, const std::string& lhs_
                                   const InputArray& group_sizes, const std::string& sizes_dtype,
                                   bool transpose_rhs, const std::optional<TileTuple>& tiles,
                                   const std::string& kernel, int buffers, int threads,
-                                  int64_t group_offset, bool swiglu,
+                                  int64_t group_offset, int64_t local_groups, bool swiglu,
                                   const std::optional<InputArray>& col_scale,
                                   const std::optional<InputArray>& col_bias,
                                   const std::optional<InputArray>& row_scale) {
@@ -59,6 +59,7 @@ nb::ndarray<nb::numpy, float> gmm(const InputArray& lhs, const std::string& lhs_
   options.input_buffer_count = buffers;
   options.threads = threads;
   options.group_offset = group_offset;
+  options.local_groups = local_groups;
   options.fuse_swiglu = swiglu;
   options.col_scale = optional_view(col_scale, "col_scale");
   options.col_bias = optional_view(col_bias, "col_bias");
@@ -97,9 +98,8 @@ nb::ndarray<nb::numpy, float> tgmm(const InputArray& lhs, const std::string& lhs
   require_rank(lhs_view, 2, "lhs");
   require_rank(dout_view, 2, "dout");
   require_rank(sizes_view, 1, "group_sizes");
-  require(group_offset >= 0 && group_offset <= sizes_view.dim(0), "group_offset", group_offset,
-          "must lie in [0, len(group_sizes)]");
-  const int64_t groups = local_groups >= 0 ? local_groups : sizes_view.dim(0) - group_offset;
+  // The op checks group_offset and local_groups against group_sizes.
+  const int64_t groups = local_groups >= 0 ? local_groups : sizes_view.dim(0);
   OutputArray out = new_f32_array({groups, lhs_view.dim(1), dout_view.dim(1)}, "out");
   {
     nb::gil_scoped_release release;
@@ -114,7 +114,8 @@ void bind_numpy_ops(nb::module_& module) {
   module.def("gmm", &gmm, nb::arg("lhs"), nb::arg("lhs_dtype"), nb::arg("rhs"),
              nb::arg("rhs_dtype"), nb::arg("group_sizes"), nb::arg("group_sizes_dtype"),
              nb::arg("transpose_rhs"), nb::arg("tiles").none(), nb::arg("kernel"),
-             nb::arg("buffers"), nb::arg("threads"), nb::arg("group_offset"), nb::arg("swiglu"),
+             nb::arg("buffers"), nb::arg("threads"), nb::arg("group_offset"), nb::arg("local_groups"),
+             nb::arg("swiglu"),
              nb::arg("col_scale").none(), nb::arg("col_bias").none(),
              nb::arg("row_scale").none());
   module.def("tgmm", &tgmm, nb::arg("lhs"), nb::arg("lhs_dtype"), nb::arg("dout"),
