@@ -1,0 +1,193 @@
+// Quantization as data (DESIGN.md s.4): a quantized tensor is integer or fp8
+// codes + f32 scales + the spec that says how the scales tile the tensor.
+//
+//   value(x) = decode(code(x)) * scale(cell(x))
+//
+// Storage types: fp8 e4m3fn (max 448), fp8 e5m2 (max 57344), int8 symmetric
+// (codes -127..127). Granularity, written as a SPEC string:
+//   per_tensor                      one scale; every scale axis has size 1
+//   channel:AXES                    the comma-separated AXES keep their size,
+//                                   every other axis is reduced to 1
+//   channel:AXES+block:AXIS:SIZE    as above, and AXIS (not one of AXES) is
+//                                   cut into blocks of SIZE (32..512): its
+//                                   scale axis has ceil(dim / SIZE) entries
+// Examples: lhs [M,K] per row "channel:0" -> scales [M,1]; rhs [G,K,N] per
+// expert and column "channel:0,2" -> [G,1,N]; rhs block-wise along K
+// "channel:0,2+block:1:128" -> [G,ceil(K/128),N].
+//
+// Calibration: dynamic absmax (scale = absmax(cell) / type max; a cell of
+// zeros gets scale 1 and zero codes) or a static range R (scale = R / type
+// max for every cell; values beyond R saturate). Encoding: fp8 rounds to
+// nearest even and saturates to the finite max; int8 is
+// clamp(round_half_even(x / scale), -127, 127).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "raggemm/gmm.h"
+#include "raggemm/tensor.h"
+
+namespace raggemm {
+
+enum class QuantType : uint8_t { kFp8E4M3, kFp8E5M2, kInt8 };
+
+const char* quant_type_name(QuantType type);  // "fp8_e4m3", "fp8_e5m2", "int8"
+QuantType parse_quant_type(std::string_view name, const std::string& argument);
+// DType::kF8E4M3, kF8E5M2 or kI8.
+DType quant_storage_dtype(QuantType type);
+// Largest code magnitude as a value: 448, 57344, 127.
+float quant_type_max(QuantType type);
+
+inline constexpr int64_t kMinBlockSize = 32;
+inline constexpr int64_t kMaxBlockSize = 512;
+
+struct Granularity {
+  std::vector<int> channel_axes;  // ascending, distinct; empty: per tensor
+  int block_axis = -1;            // -1: no blocks
+  int64_t block_size = 0;
+
+  static Granularity per_tensor() { return {}; }
+  static Granularity channel(std::vector<int> axes, int block_axis = -1,
+                             int64_t block_size = 0);
+
+  bool has_block() const { return block_axis >= 0; }
+  bool keeps(int axis) const;
+  // The canonical SPEC ("per_tensor", "channel:0,2+block:1:128").
+  std::string to_string() const;
+  // Shape of the scales for an input shape; throws Error naming `argument`
+  // when an axis is out of range for the input's rank.
+  Shape scale_shape(const Shape& input, const std::string& argument) const;
+  bool operator==(const Granularity&) const = default;
+};
+
+// Parses a SPEC; anything else (unknown words, empty or repeated axes, a
+// block axis among the channel axes, a block size outside 32..512) throws
+// Error naming `argument` and the text.
+Granularity parse_granularity(std::string_view spec, const std::string& argument);
+
+// The granularity that produced `scales` for `values`: an axis of size 1 is
+// reduced, of the input's size kept, otherwise it is the block axis. The
+// block size is the power of two in 32..512 that gives that many blocks, or
+// else the only size in 32..512 that does; when neither exists the shapes
+// are refused (Error naming `argument`).
+Granularity infer_granularity(const Shape& values, const Shape& scales,
+                              const std::string& argument);
+
+struct QuantizedTensor {
+  Tensor values;  // DType quant_storage_dtype(type), the input's shape
+  Tensor scales;  // f32, granularity.scale_shape(values.shape())
+  QuantType type = QuantType::kFp8E4M3;
+  Granularity granularity;
+};
+
+// Quantizes an f32 (or bf16/f16) tensor of any rank. static_range, when set,
+// must be finite and > 0. Dynamic calibration refuses non-finite inputs.
+QuantizedTensor quantize(const TensorView& input, QuantType type, const Granularity& granularity,
+                         std::optional<float> static_range = std::nullopt);
+
+// Decodes codes times scales into a new f32 tensor. `values` holds raw codes:
+// DType kF8E4M3/kF8E5M2 or kU8 (raw fp8 bits) for fp8 types, kI8 for int8.
+// `scales` is f32 of granularity.scale_shape(values.shape).
+Tensor dequantize(const TensorView& values, const TensorView& scales, QuantType type,
+                  const Granularity& granularity);
+Tensor dequantize(const QuantizedTensor& quantized);
+
+// ---------------------------------------------------------------------------
+// Quantized grouped matmuls.
+//
+// Recipes: fp8 (fp8_full: weights and activations e4m3, gradients e5m2) and
+// int8 (int8 everywhere). Per pass:
+//   fwd  (gmm):  lhs per row, dynamic (optionally per K-block of 512, v2);
+//                rhs per expert and output column, or block-wise along K (v2).
+//   dlhs (gmm, transpose_rhs): dout per row in the gradient type; a rhs
+//                channel scale lies on the contracted N, so it is folded into
+//                dout before dout is quantized (block-wise rhs scales, which
+//                vary along the output dim too, are applied while packing).
+//   drhs (tgmm): lhs re-quantized per row, lhs scales folded into dout, dout
+//                quantized per column, its scales applied to the output.
+// Gradients are straight-through: quantization's own backward is identity.
+// The kernels decode codes and multiply scales while packing (kernels/
+// operand.h), so each pass computes the reference on the dequantized
+// operands up to f32 summation order; int8 fwd with per-row and per-column
+// scales runs on integer dot products instead (i32 accumulation).
+
+enum class QuantRecipe : uint8_t { kFp8, kInt8 };
+const char* quant_recipe_name(QuantRecipe recipe);  // "fp8", "int8"
+QuantRecipe parse_quant_recipe(std::string_view name, const std::string& argument);
+// Storage of weights/activations (e4m3 or int8) and of gradients (e5m2 or int8).
+QuantType recipe_operand_type(QuantRecipe recipe);
+QuantType recipe_gradient_type(QuantRecipe recipe);
+
+// How the weight's scales tile it: per expert and output column
+// ("channel"), or additionally in blocks of `block_size` along K
+// ("block:SIZE", SIZE in 32..512).
+struct RhsScaling {
+  int64_t block_size = 0;  // 0: channel
+  bool block() const { return block_size > 0; }
+  std::string to_string() const;  // "channel" or "block:SIZE"
+  bool operator==(const RhsScaling&) const = default;
+};
+RhsScaling parse_rhs_scaling(std::string_view text, const std::string& argument);
+
+struct QuantGmmOptions {
+  QuantRecipe recipe = QuantRecipe::kFp8;
+  RhsScaling rhs_scaling{};
+  // 0: lhs scales per row. 512 (or another size in 32..512): per row and per
+  // K-block of that size; v2 only, fwd only.
+  int64_t lhs_k_block = 0;
+};
+
+// The granularity of a weight [G,K,N] for a scaling: channel:0,2 or
+// channel:0,2+block:1:SIZE.
+Granularity weight_granularity(const RhsScaling& scaling);
+
+// A weight [G,K,N] quantized for the recipe: operand type, weight_granularity.
+QuantizedTensor quantize_weight(const TensorView& weight, QuantRecipe recipe,
+                                const RhsScaling& scaling);
+
+// The operands a quantized pass hands to the kernels, exposed so tests can
+// check the kernels against the reference on exactly these values.
+struct QuantizedGmmOperands {
+  QuantizedTensor lhs;  // [M, contracted]
+  QuantizedTensor rhs;  // the weight as stored: [G,K,N] (fwd) or [G,K,N] read transposed (dlhs)
+  bool rhs_scales_in_kernel = true;  // false when they were folded into lhs
+};
+struct QuantizedTgmmOperands {
+  QuantizedTensor lhs;   // [M, K], per row
+  QuantizedTensor dout;  // [M, N], per column, lhs row scales folded in
+  bool lhs_scales_in_kernel = false;  // folded into dout: the kernel reads codes only
+};
+
+// fwd (options.transpose_rhs false): lhs [M,K] f32, weight [G,K,N] (already
+// quantized, or f32 and quantized here). dlhs (transpose_rhs true): lhs is
+// dout [M,N], weight [G,K,N] read transposed; returns [M,K].
+QuantizedGmmOperands prepare_quantized_gmm(const TensorView& lhs, const QuantizedTensor& weight,
+                                           const TensorView& group_sizes,
+                                           const GmmOptions& options,
+                                           const QuantGmmOptions& quant);
+Tensor quantized_gmm(const TensorView& lhs, const QuantizedTensor& weight,
+                     const TensorView& group_sizes, const GmmOptions& options = {},
+                     const QuantGmmOptions& quant = {});
+Tensor quantized_gmm(const TensorView& lhs, const TensorView& weight_f32,
+                     const TensorView& group_sizes, const GmmOptions& options = {},
+                     const QuantGmmOptions& quant = {});
+// Runs the kernels on operands already prepared (for the bench, which
+// times quantization apart, and for tests).
+Tensor run_quantized_gmm(const QuantizedGmmOperands& operands, const TensorView& group_sizes,
+                         const GmmOptions& options, const QuantGmmOptions& quant);
+
+// drhs: lhs [M,K] f32, dout [M,N] f32 -> [G_local,K,N] f32.
+QuantizedTgmmOperands prepare_quantized_tgmm(const TensorView& lhs, const TensorView& dout,
+                                             const TensorView& group_sizes,
+                                             const TgmmOptions& options,
+                                             const QuantGmmOptions& quant);
+Tensor quantized_tgmm(const TensorView& lhs, const TensorView& dout, const TensorView& group_sizes,
+                      const TgmmOptions& options = {}, const QuantGmmOptions& quant = {});
+Tensor run_quantized_tgmm(const QuantizedTgmmOperands& operands, const TensorView& group_sizes,
+                          const TgmmOptions& options);
+
+}  // namespace raggemm

@@ -1,0 +1,249 @@
+// quantize / dequantize: codes and scales for any rank and granularity
+// (include/raggemm/quant.h). Both walk the tensor in spans: runs along the
+// last axis that share one scale cell, so the inner loops carry no index
+// arithmetic.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "raggemm/error.h"
+#include "raggemm/fp8.h"
+#include "raggemm/quant.h"
+
+namespace raggemm {
+namespace {
+
+// Where each element's scale lives: element index (i_0..i_{r-1}) maps to
+// scale offset sum_a (i_a / divisor[a]) * scale_stride[a].
+struct CellLayout {
+  Shape dims;
+  Shape input_strides;
+  Shape divisor;       // 1 kept, block size on the block axis, max(dim, 1) reduced
+  Shape scale_stride;  // row-major strides of the scale tensor; 0 on reduced axes
+};
+
+CellLayout make_layout(const TensorView& input, const Granularity& granularity,
+                       const Shape& scale_shape) {
+  CellLayout layout;
+  layout.dims = input.shape;
+  layout.input_strides = input.strides;
+  const Shape strides = row_major_strides(scale_shape);
+  for (int axis = 0; axis < input.rank(); ++axis) {
+    if (granularity.keeps(axis)) {
+      layout.divisor.push_back(1);
+      layout.scale_stride.push_back(strides[axis]);
+    } else if (axis == granularity.block_axis) {
+      layout.divisor.push_back(granularity.block_size);
+      layout.scale_stride.push_back(strides[axis]);
+    } else {
+      layout.divisor.push_back(std::max<int64_t>(input.dim(axis), 1));
+      layout.scale_stride.push_back(0);
+    }
+  }
+  return layout;
+}
+
+// Calls fn(input_offset, input_stride, flat_offset, count, scale_offset) for
+// every span of elements along the last axis that share one scale cell, in
+// row-major order (flat_offset: the element's row-major index).
+template <class Fn>
+void for_each_span(const CellLayout& layout, Fn fn) {
+  const int rank = static_cast<int>(layout.dims.size());
+  for (int64_t dim : layout.dims) {
+    if (dim == 0) return;
+  }
+  if (rank == 0) {
+    fn(int64_t{0}, int64_t{1}, int64_t{0}, int64_t{1}, int64_t{0});
+    return;
+  }
+  const int last = rank - 1;
+  const int64_t inner = layout.dims[last];
+  const int64_t inner_stride = layout.input_strides[last];
+  const int64_t inner_divisor = layout.divisor[last];
+  std::vector<int64_t> index(static_cast<size_t>(last), 0);
+  int64_t flat = 0;
+  while (true) {
+    int64_t input_offset = 0, scale_offset = 0;
+    for (int axis = 0; axis < last; ++axis) {
+      input_offset += index[axis] * layout.input_strides[axis];
+      scale_offset += index[axis] / layout.divisor[axis] * layout.scale_stride[axis];
+    }
+    for (int64_t j0 = 0; j0 < inner; j0 += inner_divisor) {
+      const int64_t count = std::min(inner_divisor, inner - j0);
+      fn(input_offset + j0 * inner_stride, inner_stride, flat + j0, count,
+         scale_offset + j0 / inner_divisor * layout.scale_stride[last]);
+    }
+    flat += inner;
+    int axis = last - 1;
+    for (; axis >= 0; --axis) {
+      if (++index[axis] < layout.dims[axis]) break;
+      index[axis] = 0;
+    }
+    if (axis < 0) return;
+  }
+}
+
+// Reads element j of a span as f32.
+float load_input(const TensorView& input, int64_t offset) {
+  switch (input.dtype) {
+    case DType::kF32: return input.as<const float>()[offset];
+    case DType::kBF16: return bf16_to_f32(input.as<const uint16_t>()[offset]);
+    case DType::kF16: return f16_to_f32(input.as<const uint16_t>()[offset]);
+    default: return 0.0f;
+  }
+}
+
+// Round half to even for |x| <= 2^22: adding and subtracting 1.5 * 2^23
+// leaves the nearest integer under the default rounding mode.
+inline float round_half_even(float x) {
+  constexpr float kMagic = 12582912.0f;
+  return (x + kMagic) - kMagic;  // not folded: IEEE arithmetic without -ffast-math
+}
+
+inline int8_t encode_int8(float scaled) {
+  const float clamped = std::min(127.0f, std::max(-127.0f, scaled));
+  return static_cast<int8_t>(round_half_even(clamped));
+}
+
+template <QuantType kType>
+void encode_span(const TensorView& input, int64_t offset, int64_t stride, int64_t count,
+                 float scale, void* out) {
+  for (int64_t j = 0; j < count; ++j) {
+    const float scaled = load_input(input, offset + j * stride) / scale;
+    if constexpr (kType == QuantType::kInt8) {
+      static_cast<int8_t*>(out)[j] = encode_int8(scaled);
+    } else if constexpr (kType == QuantType::kFp8E4M3) {
+      static_cast<uint8_t*>(out)[j] = f32_to_fp8_e4m3(scaled);
+    } else {
+      static_cast<uint8_t*>(out)[j] = f32_to_fp8_e5m2(scaled, /*saturate=*/true);
+    }
+  }
+}
+
+void check_input(const TensorView& input, const std::string& argument) {
+  require(input.dtype == DType::kF32 || input.dtype == DType::kBF16 || input.dtype == DType::kF16,
+          argument, dtype_name(input.dtype), "quantize reads f32, bf16 or f16");
+  require(input.data != nullptr || input.numel() == 0, argument, "null",
+          "input data is null");
+  require(input.strides.size() == input.shape.size(), argument, shape_string(input.strides),
+          "strides must have the rank of the shape " + shape_string(input.shape));
+}
+
+}  // namespace
+
+QuantizedTensor quantize(const TensorView& input, QuantType type, const Granularity& granularity,
+                         std::optional<float> static_range) {
+  check_input(input, "input");
+  checked_numel(input.shape, "input");
+  if (static_range) {
+    require(std::isfinite(*static_range) && *static_range > 0.0f, "static_range", *static_range,
+            "a static range must be finite and > 0");
+  }
+  const Shape scale_shape = granularity.scale_shape(input.shape, "granularity");
+  const float type_max = quant_type_max(type);
+  QuantizedTensor result;
+  result.type = type;
+  result.granularity = granularity;
+  result.values = Tensor(quant_storage_dtype(type), input.shape);
+  result.scales = Tensor(DType::kF32, scale_shape);
+  float* scales = result.scales.as<float>();
+  const CellLayout layout = make_layout(input, granularity, scale_shape);
+
+  if (static_range) {
+    std::fill(scales, scales + result.scales.numel(), *static_range / type_max);
+    if (type == QuantType::kInt8) {
+      for_each_span(layout, [&](int64_t offset, int64_t stride, int64_t flat, int64_t count,
+                                int64_t) {
+        for (int64_t j = 0; j < count; ++j) {
+          if (std::isnan(load_input(input, offset + j * stride))) {
+            fail("input", "NaN at element " + std::to_string(flat + j),
+                 "int8 has no NaN code; remove NaNs before quantizing");
+          }
+        }
+      });
+    }
+  } else {
+    // Dynamic absmax per cell (the scale buffer holds the maxima first).
+    for_each_span(layout, [&](int64_t offset, int64_t stride, int64_t flat, int64_t count,
+                              int64_t cell) {
+      float absmax = scales[cell];
+      for (int64_t j = 0; j < count; ++j) {
+        const float magnitude = std::fabs(load_input(input, offset + j * stride));
+        if (!(magnitude <= std::numeric_limits<float>::max())) {
+          fail("input", "non-finite value at element " + std::to_string(flat + j),
+               "dynamic calibration needs finite inputs (use a static range to saturate)");
+        }
+        absmax = std::max(absmax, magnitude);
+      }
+      scales[cell] = absmax;
+    });
+    for (int64_t i = 0; i < result.scales.numel(); ++i) {
+      const float scale = scales[i] / type_max;
+      // A zero cell (or one so small its scale underflows) gets scale 1 and zero codes.
+      scales[i] = scale > 0.0f ? scale : 1.0f;
+    }
+  }
+
+  char* out = static_cast<char*>(result.values.data());
+  for_each_span(layout, [&](int64_t offset, int64_t stride, int64_t flat, int64_t count,
+                            int64_t cell) {
+    void* dst = out + flat;  // every storage type is one byte
+    switch (type) {
+      case QuantType::kInt8:
+        encode_span<QuantType::kInt8>(input, offset, stride, count, scales[cell], dst);
+        break;
+      case QuantType::kFp8E4M3:
+        encode_span<QuantType::kFp8E4M3>(input, offset, stride, count, scales[cell], dst);
+        break;
+      case QuantType::kFp8E5M2:
+        encode_span<QuantType::kFp8E5M2>(input, offset, stride, count, scales[cell], dst);
+        break;
+    }
+  });
+  return result;
+}
+
+Tensor dequantize(const TensorView& values, const TensorView& scales, QuantType type,
+                  const Granularity& granularity) {
+  const bool fp8 = type != QuantType::kInt8;
+  const bool dtype_ok = fp8 ? (values.dtype == quant_storage_dtype(type) || values.dtype == DType::kU8)
+                            : values.dtype == DType::kI8;
+  require(dtype_ok, "values", dtype_name(values.dtype),
+          std::string("codes of ") + quant_type_name(type) + " must be " +
+              (fp8 ? "uint8 (raw fp8 bits)" : "int8"));
+  require(values.data != nullptr || values.numel() == 0, "values", "null", "values data is null");
+  require(values.strides.size() == values.shape.size(), "values", shape_string(values.strides),
+          "strides must have the rank of the shape");
+  require(scales.dtype == DType::kF32, "scales", dtype_name(scales.dtype), "scales must be f32");
+  const Shape scale_shape = granularity.scale_shape(values.shape, "granularity");
+  require(scales.shape == scale_shape, "scales", shape_string(scales.shape),
+          "granularity " + granularity.to_string() + " of values " + shape_string(values.shape) +
+              " needs scales " + shape_string(scale_shape));
+  require(scales.is_contiguous(), "scales", shape_string(scales.strides),
+          "scales must be contiguous");
+  Tensor out(DType::kF32, values.shape);
+  float* dst = out.as<float>();
+  const float* scale = scales.as<const float>();
+  const CellLayout layout = make_layout(values, granularity, scale_shape);
+  const float* table = fp8 ? fp8_decode_table(quant_storage_dtype(type)) : nullptr;
+  for_each_span(layout, [&](int64_t offset, int64_t stride, int64_t flat, int64_t count,
+                            int64_t cell) {
+    const float s = scale[cell];
+    if (fp8) {
+      const uint8_t* codes = values.as<const uint8_t>() + offset;
+      for (int64_t j = 0; j < count; ++j) dst[flat + j] = table[codes[j * stride]] * s;
+    } else {
+      const int8_t* codes = values.as<const int8_t>() + offset;
+      for (int64_t j = 0; j < count; ++j) dst[flat + j] = static_cast<float>(codes[j * stride]) * s;
+    }
+  });
+  return out;
+}
+
+Tensor dequantize(const QuantizedTensor& quantized) {
+  return dequantize(quantized.values.view(), quantized.scales.view(), quantized.type,
+                    quantized.granularity);
+}
+
+}  // namespace raggemm
