@@ -36,7 +36,7 @@ std::vector<std::string> split(const std::string& text, char separator) {
 // Largest tile accepted: far beyond any dim we run, small enough that
 // products of two tiles never overflow int64.
 constexpr int64_t kMaxTile = int64_t{1} << 30;
-constexpr int kMaxThreads = 4096;
+constexpr int kMaxThreads = 1024;  // the ops' limit
 constexpr int kMaxBuffers = 4;
 
 }  // namespace
@@ -149,6 +149,7 @@ Tensor load_group_sizes(const std::string& path, const std::string& argument, in
     fail(argument, path, "shape " + shape_string(raw.shape()) + ", expected rank 1 [G]");
   }
   const int64_t groups = raw.dim(0);
+  require(groups >= 1, argument, path, "shape [0]: needs at least one group");
   Tensor sizes(DType::kI32, {groups});
   int64_t total = 0;
   for (int64_t g = 0; g < groups; ++g) {

@@ -66,7 +66,7 @@ KernelSettings parse_kernel_flags(const KernelFlags& flags);
 Tensor load_f32_array(const std::string& path, const std::string& argument, int rank,
                       const std::string& dims);
 
-// Reads group sizes: an int32 or int64 .npy of shape [G], each entry in
+// Reads group sizes: an int32 or int64 .npy of shape [G], G >= 1, each entry in
 // [0, 2^31 - 1], summing to at most `rows`. Returns them as int32.
 Tensor load_group_sizes(const std::string& path, const std::string& argument, int64_t rows,
                         const std::string& rows_name);
