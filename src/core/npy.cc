@@ -426,9 +426,11 @@ std::vector<uint8_t> serialize_npy(const TensorView& view) {
   size_t payload = static_cast<size_t>(numel) * itemsize;
 
   std::string dict = header_dict(descr, view.shape);
+  // Pads exactly as NumPy does (always 1..64 spaces), so our files are
+  // byte-identical to np.save's.
   auto padded_size = [&](size_t preamble_size) {
     size_t unpadded = preamble_size + dict.size() + 1;  // + '\n'
-    return (unpadded + kHeaderAlignment - 1) / kHeaderAlignment * kHeaderAlignment;
+    return unpadded + kHeaderAlignment - unpadded % kHeaderAlignment;
   };
   // Version 1.0 unless the header outgrows its 2-byte length field.
   constexpr size_t kV1Preamble = kMagicSize + 2 + 2;
