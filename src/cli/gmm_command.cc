@@ -45,7 +45,8 @@ int run_gmm(const std::vector<std::string>& args) {
   const int64_t rhs_depth = rhs.dim(transpose_rhs ? 2 : 1);
   if (rhs_depth != depth) {
     fail("--rhs", rhs_path,
-         "shape " + shape_string(rhs.shape()) + " contracts over " + std::to_string(rhs_depth) +
+         "shape " + shape_string(rhs.shape()) + " read as " +
+             (transpose_rhs ? "[G,N,K]" : "[G,K,N]") + " has K = " + std::to_string(rhs_depth) +
              " but --lhs has K = " + std::to_string(depth));
   }
   if (rhs.dim(0) != group_sizes.dim(0)) {
