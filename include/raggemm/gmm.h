@@ -23,7 +23,8 @@ KernelVersion parse_kernel(const std::string& name, const std::string& argument)
 
 // Kernel tiles: m rows of the output, k of the contracted dim, n output
 // columns. For tgmm, m and n tile the [K,N] output and k tiles the tokens.
-// A zero field means "not set": the op picks it (heuristic, or a plan).
+// All three zero means "not set": the op picks them. Otherwise every field
+// must be positive (any size works, dividing the dims or not).
 struct Tiles {
   int64_t m = 0;
   int64_t k = 0;

@@ -52,8 +52,9 @@ std::vector<int64_t> check_group_sizes(const TensorView& group_sizes, int64_t m)
 void check_tiles(const Tiles& tiles, const std::string& argument) {
   const std::string shown = std::to_string(tiles.m) + "," + std::to_string(tiles.k) + "," +
                             std::to_string(tiles.n);
+  if (tiles == Tiles{}) return;  // unset: the op picks every field
   for (int64_t v : {tiles.m, tiles.k, tiles.n}) {
-    require(v >= 0, argument, shown, "tile sizes must be positive");
+    require(v > 0, argument, shown, "tile sizes must be positive (or all unset)");
     require(v <= kMaxTile, argument, shown,
             "tile sizes must be <= " + std::to_string(kMaxTile));
   }

@@ -24,8 +24,9 @@ void check_dim(const TensorView& view, const std::string& argument, int axis, in
 // (size G + 1).
 std::vector<int64_t> check_group_sizes(const TensorView& group_sizes, int64_t m);
 
-// Tile fields: 0 (unset) or in [1, kMaxTile]; tiles whose packed blocks
-// would exceed the workspace cap are refused.
+// Tiles: all three unset (0: the op picks them) or all in [1, kMaxTile]; a
+// zero next to set fields, or packed blocks over the workspace cap, are
+// refused.
 inline constexpr int64_t kMaxTile = 1 << 16;
 void check_tiles(const Tiles& tiles, const std::string& argument);
 
