@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds Release and ASan+UBSan,
-# runs every CTest case in both, then the Python oracle tests against the
-# Release CLI.
+# runs every CTest case in both, installs the Python package into .venv, then
+# runs the Python tests (oracle tests against the Release CLI, numpy and JAX API).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
@@ -10,4 +10,7 @@ scripts/build.sh release
 (cd build/release && ctest --output-on-failure -j "$(nproc)")
 scripts/build.sh asan
 (cd build/asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$(nproc)")
+# The Python package (docs/python.md), built by the same CMake project into
+# build/python-*, with .venv's scikit-build-core, nanobind and jax.
+.venv/bin/pip install -q --no-build-isolation --no-deps -C cmake.define.RAGGEMM_WERROR=ON .
 RAGGEMM_CLI="$PWD/build/release/raggemm" .venv/bin/python -m pytest -q tests/python
