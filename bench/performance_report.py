@@ -1,0 +1,88 @@
+"""Formats the JSON lines of bench/run_performance.sh as docs/performance.md.
+
+usage: performance_report.py RESULTS_DIR THREADS REPS
+"""
+import json
+import sys
+from pathlib import Path
+
+TARGETS = {
+    "gmm": ("ratio_vs_dense >= 0.9 (>= 1.0 at 8 uniform groups); ratio_vs_loop >= 1.6 at 128 groups"),
+    "dlhs": ("ratio_vs_dense >= 0.9 (>= 1.0 at 8 uniform groups); ratio_vs_loop >= 1.6 at 128 groups"),
+    "tgmm": "ratio_vs_dense >= 0.85; ratio_vs_loop >= 2.0 at 128 groups",
+}
+
+
+def meets(case):
+    """Whether a v2 f32 case meets its issue target (None: no target applies)."""
+    if case["dtype"] != "f32":
+        return None
+    dense_floor = 0.85 if case["op"] == "tgmm" else 0.9
+    if case["op"] != "tgmm" and case["groups"] == 8 and case["dist"] == "uniform":
+        dense_floor = 1.0
+    ok = case["ratio_vs_dense"] >= dense_floor
+    if case["groups"] == 128:
+        ok = ok and case["ratio_vs_loop"] >= (2.0 if case["op"] == "tgmm" else 1.6)
+    return ok
+
+
+def main():
+    results = Path(sys.argv[1])
+    threads, reps = sys.argv[2], sys.argv[3]
+    peak1 = json.loads((results / "peak1.json").read_text())
+    peak = json.loads((results / "peak.json").read_text())
+    avx2_file = results / "peak_avx2.json"
+    avx2 = json.loads(avx2_file.read_text()) if avx2_file.exists() and avx2_file.stat().st_size else None
+    cases = [json.loads(line) for line in (results / "cases.jsonl").read_text().splitlines() if line]
+
+    print("# Performance\n")
+    print("Produced by `bench/run_performance.sh` (rerun it to refresh this page); every")
+    print(f"figure is the median of {reps} timed runs after warm-up, {threads} threads, M = 4096,")
+    print("measured in one run of `raggemm bench` per row, ours and both OpenBLAS peers")
+    print("(a per-group `cblas_sgemm` loop, and one dense `cblas_sgemm` of the same total")
+    print("M, K, N) on the same inputs. GFLOP/s = 2 M K N / time for every implementation.")
+    print("OpenBLAS runs as this machine's environment sets it (`OPENBLAS_CORETYPE=Haswell`:")
+    print("its AVX2 kernels), which is also how the issue's reference figures were taken.\n")
+    print("## Machine peak (`raggemm peak`)\n")
+    print("| probe | target | threads | GFLOP/s |")
+    print("|---|---|---|---|")
+    print(f"| FMA chains in registers | {peak1['fma_target']} | 1 | {peak1['fma_peak_gflops']:.1f} |")
+    print(f"| FMA chains in registers | {peak['fma_target']} | {peak['threads']} | {peak['fma_peak_gflops']:.1f} |")
+    print(f"| microkernel, L1-resident panels | {peak['microkernel_target']} | {peak['threads']} | {peak['microkernel_gflops']:.1f} |")
+    if avx2:
+        print(f"| FMA chains in registers | {avx2['fma_target']} | {avx2['threads']} | {avx2['fma_peak_gflops']:.1f} |")
+        print(f"| microkernel, L1-resident panels | {avx2['microkernel_target']} | {avx2['threads']} | {avx2['microkernel_gflops']:.1f} |")
+    best = peak["fma_peak_gflops"]
+    print()
+    for op in ("gmm", "dlhs", "tgmm"):
+        print(f"## {op}\n")
+        print(f"Targets: {TARGETS[op]}.\n")
+        print("| K | N | groups | dist | kernel | dtype | ours GFLOP/s | % of FMA peak | loop GFLOP/s | dense GFLOP/s | vs loop | vs dense | peak RSS MiB | inputs+out MiB | target met |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for c in cases:
+            if c["op"] != op:
+                continue
+            met = meets(c) if c["kernel"] == "v2" else None
+            met_text = "" if met is None else ("yes" if met else "**no**")
+            print(f"| {c['k']} | {c['n']} | {c['groups']} | {c['dist']} | {c['kernel']} | {c['dtype']} | "
+                  f"{c['ours_gflops']:.1f} | {100 * c['ours_gflops'] / best:.0f}% | {c['openblas_loop_gflops']:.1f} | "
+                  f"{c['openblas_dense_gflops']:.1f} | {c['ratio_vs_loop']:.2f} | {c['ratio_vs_dense']:.2f} | "
+                  f"{c['peak_rss_mib']:.0f} | {c['tensors_mib']:.0f} | {met_text} |")
+        print()
+    bf16 = [c for c in cases if c["dtype"] == "bf16"]
+    if bf16:
+        print("## bf16 storage vs f32 (v2, uniform)\n")
+        print("| op | K | N | groups | f32 GFLOP/s | bf16 GFLOP/s | bf16 / f32 |")
+        print("|---|---|---|---|---|---|---|")
+        for c in bf16:
+            twin = next((d for d in cases if d["dtype"] == "f32" and d["kernel"] == "v2" and d["op"] == c["op"]
+                         and d["k"] == c["k"] and d["n"] == c["n"] and d["groups"] == c["groups"]
+                         and d["dist"] == c["dist"]), None)
+            if twin:
+                print(f"| {c['op']} | {c['k']} | {c['n']} | {c['groups']} | {twin['ours_gflops']:.1f} | "
+                      f"{c['ours_gflops']:.1f} | {c['ours_gflops'] / twin['ours_gflops']:.2f} |")
+        print()
+
+
+if __name__ == "__main__":
+    main()

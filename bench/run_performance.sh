@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Reruns the benchmark table of docs/performance.md: the fast-kernels issue's
+# shapes (M=4096; (K,N) = (1024,1024) and (2048,768); 8, 32, 128 groups;
+# uniform, zipf:1.2 and empty:0.25 routing) for gmm, dlhs and tgmm with both
+# kernel generations, bf16 storage on the uniform cases, and the machine
+# peak, then writes docs/performance.md.
+#
+#   bench/run_performance.sh [--quick] [--reps R] [--threads T]
+#
+# OpenBLAS is the peer as this machine's environment configures it (see the
+# note in the report); nothing here changes OPENBLAS_* variables.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+reps=5
+threads=2
+quick=0
+while (($#)); do
+  case "$1" in
+    --quick) quick=1 ;;
+    --reps) reps="$2"; shift ;;
+    --threads) threads="$2"; shift ;;
+    *) echo "error: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+[ -x build/release/raggemm ] || scripts/build.sh release
+bin=build/release/raggemm
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+"$bin" peak --threads 1 --json >"$out/peak1.json"
+"$bin" peak --threads "$threads" --json >"$out/peak.json"
+"$bin" peak --threads "$threads" --target AVX2 --json >"$out/peak_avx2.json" || true
+
+shapes=("1024 1024" "2048 768")
+groups=(8 32 128)
+dists=(uniform zipf:1.2 empty:0.25)
+ops=(gmm dlhs tgmm)
+kernels=(v2 v1)
+if ((quick)); then shapes=("1024 1024"); groups=(8 128); dists=(uniform zipf:1.2); fi
+for shape in "${shapes[@]}"; do
+  read -r k n <<<"$shape"
+  for op in "${ops[@]}"; do
+    for g in "${groups[@]}"; do
+      for dist in "${dists[@]}"; do
+        for kernel in "${kernels[@]}"; do
+          "$bin" bench "$op" --m 4096 --k "$k" --n "$n" --groups "$g" --dist "$dist" \
+            --dtype f32 --kernel "$kernel" --threads "$threads" --reps "$reps" --json \
+            >>"$out/cases.jsonl"
+        done
+        if [ "$dist" = uniform ]; then
+          "$bin" bench "$op" --m 4096 --k "$k" --n "$n" --groups "$g" --dist "$dist" \
+            --dtype bf16 --kernel v2 --threads "$threads" --reps "$reps" --json \
+            >>"$out/cases.jsonl"
+        fi
+      done
+    done
+  done
+done
+python3 bench/performance_report.py "$out" "$threads" "$reps" >docs/performance.md.tmp
+mv docs/performance.md.tmp docs/performance.md
+echo "wrote docs/performance.md"

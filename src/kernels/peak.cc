@@ -1,0 +1,85 @@
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/peak.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "kernels/microkernel.h"
+#include "kernels/peak.h"
+#include "kernels/workspace.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace raggemm::kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// 12 independent accumulators cover the FMA latency (4 cycles) times the two
+// FMA pipes with room to spare, so the loop is throughput-bound.
+double FmaLoop(int64_t iterations, float seed) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  constexpr int kChains = 12;
+  V acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = hn::Set(d, seed * static_cast<float>(i));
+  const V a = hn::Set(d, 0.999999f);
+  const V b = hn::Set(d, 1e-7f);
+  for (int64_t it = 0; it < iterations; ++it) {
+    for (int i = 0; i < kChains; ++i) acc[i] = hn::MulAdd(acc[i], a, b);
+  }
+  V sum = acc[0];
+  for (int i = 1; i < kChains; ++i) sum = hn::Add(sum, acc[i]);
+  return static_cast<double>(hn::GetLane(sum));
+}
+
+double FlopsPerIteration() {
+  const hn::ScalableTag<float> d;
+  return 2.0 * 12 * static_cast<double>(hn::Lanes(d));
+}
+
+const char* Name() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace raggemm::kernels
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace raggemm::kernels {
+
+HWY_EXPORT(FmaLoop);
+HWY_EXPORT(FlopsPerIteration);
+HWY_EXPORT(Name);
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+}  // namespace
+
+PeakResult measure_fma_peak(int64_t iterations) {
+  const auto start = std::chrono::steady_clock::now();
+  volatile double sink = HWY_DYNAMIC_DISPATCH(FmaLoop)(iterations, 1e-3f);
+  (void)sink;
+  const double seconds = seconds_since(start);
+  return {HWY_DYNAMIC_DISPATCH(Name)(), seconds,
+          HWY_DYNAMIC_DISPATCH(FlopsPerIteration)() * static_cast<double>(iterations)};
+}
+
+PeakResult measure_microkernel_peak(int64_t calls, int64_t kc) {
+  const Microkernel uk = select_microkernel();
+  // Packed panels must be vector-aligned: take them from the workspace.
+  float* a = workspace(Slot::kPackedA, kc * uk.mr);
+  float* b = workspace(Slot::kPackedB, kc * uk.nr);
+  float* c = workspace(Slot::kAccumulator, uk.mr * uk.nr);
+  std::fill(a, a + kc * uk.mr, 1e-3f);
+  std::fill(b, b + kc * uk.nr, 1e-3f);
+  std::fill(c, c + uk.mr * uk.nr, 0.0f);
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < calls; ++i) uk.run(kc, a, b, c, uk.nr, uk.mr, uk.nr, true, nullptr);
+  const double seconds = seconds_since(start);
+  return {uk.target, seconds, 2.0 * kc * uk.mr * uk.nr * static_cast<double>(calls)};
+}
+
+}  // namespace raggemm::kernels
+#endif  // HWY_ONCE
