@@ -13,11 +13,11 @@ namespace {
 constexpr int64_t kFloatBytes = 4;  // packed panels are f32 whatever the storage
 // Share of L1 for one A micro-panel (MR x kc) plus one B micro-panel (kc x NR):
 // the B micro-panel stays resident while A micro-panels stream through.
-constexpr double kL1Share = 0.75;
+constexpr double kL1Share = 1.0;
 // Share of L2 for the packed A block (m x kc), and for the packed B block
 // (kc x n); together they leave room for the C rows being updated.
-constexpr double kL2ShareA = 0.5;
-constexpr double kL2ShareB = 0.5;
+constexpr double kL2ShareA = 0.25;
+constexpr double kL2ShareB = 0.25;
 // v1 is kept while it recomputes at most this fraction of rows on tiles
 // straddling group boundaries; beyond it the group-aligned v2 is cheaper.
 constexpr double kMaxV1Waste = 0.02;

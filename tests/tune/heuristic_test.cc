@@ -1,0 +1,142 @@
+// The heuristic on a pinned machine model: cache-size rules, alignment,
+// the kernel choice from group sizes, and the v1 waste model.
+#include "tune/heuristic.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+namespace raggemm::tune {
+namespace {
+
+MachineModel zen_like() {
+  MachineModel machine;
+  machine.caches = CacheSizes{48 * 1024, 1024 * 1024, 32 * 1024 * 1024};
+  machine.mr = 12;
+  machine.nr = 32;
+  machine.threads = 2;
+  return machine;
+}
+
+GmmShape gmm_shape(Pass pass, int64_t m, int64_t k, int64_t n, std::vector<int32_t> sizes) {
+  GmmShape shape;
+  shape.pass = pass;
+  shape.m = m;
+  shape.k = k;
+  shape.n = n;
+  shape.groups = static_cast<int64_t>(sizes.size());
+  shape.group_sizes = std::move(sizes);
+  return shape;
+}
+
+std::vector<int32_t> skewed(int groups, int64_t total) {
+  // Group g gets a share proportional to 1/(g+1)^1.2, the rest to group 0.
+  std::vector<double> weights(static_cast<size_t>(groups));
+  for (int g = 0; g < groups; ++g) weights[static_cast<size_t>(g)] = 1.0 / std::pow(g + 1.0, 1.2);
+  const double sum = std::accumulate(weights.begin(), weights.end(), 0.0);
+  std::vector<int32_t> sizes(static_cast<size_t>(groups));
+  int64_t used = 0;
+  for (int g = 1; g < groups; ++g) {
+    sizes[static_cast<size_t>(g)] = static_cast<int32_t>(static_cast<double>(total) * weights[static_cast<size_t>(g)] / sum);
+    used += sizes[static_cast<size_t>(g)];
+  }
+  sizes[0] = static_cast<int32_t>(total - used);
+  return sizes;
+}
+
+TEST(Heuristic, V1WasteCountsRepeatedVisitsOfStraddlingTiles) {
+  EXPECT_DOUBLE_EQ(v1_row_waste({4, 4}, 4), 0.0);
+  EXPECT_DOUBLE_EQ(v1_row_waste({2, 6}, 4), 0.5);     // tile [0,4) visited twice
+  EXPECT_DOUBLE_EQ(v1_row_waste({0, 8, 0}, 4), 0.0);  // empty groups cost nothing
+  EXPECT_DOUBLE_EQ(v1_row_waste({3}, 4), 0.0);        // a partial last tile is not waste
+  EXPECT_DOUBLE_EQ(v1_row_waste({1, 1, 1, 1}, 4), 3.0);
+  EXPECT_DOUBLE_EQ(v1_row_waste({}, 4), 0.0);
+}
+
+TEST(Heuristic, TilesRespectTheCachesAndTheRegisterTile) {
+  const MachineModel machine = zen_like();
+  for (Pass pass : kAllPasses) {
+    for (std::vector<int32_t> sizes : {std::vector<int32_t>(32, 128), skewed(32, 4096), skewed(128, 4096)}) {
+      SCOPED_TRACE(pass_name(pass));
+      const ResolvedPassConfig config = heuristic(gmm_shape(pass, 4096, 1024, 1024, sizes), machine);
+      const Tiles& t = config.tiles;
+      EXPECT_GT(t.m, 0);
+      EXPECT_GT(t.k, 0);
+      EXPECT_GT(t.n, 0);
+      EXPECT_EQ(t.n % machine.nr, 0) << t.n;
+      // One A and one B micro-panel fit L1; the packed A and B blocks fit L2.
+      EXPECT_LE((machine.mr + machine.nr) * t.k * 4, machine.caches.l1d);
+      EXPECT_LE(t.m * t.k * 4, machine.caches.l2);
+      EXPECT_LE(t.k * t.n * 4, machine.caches.l2);
+      EXPECT_EQ(config.input_buffer_count, 1);
+      for (PlanSource source : {config.source.m, config.source.k, config.source.n, config.source.kernel,
+                                config.source.buffers}) {
+        EXPECT_EQ(source, PlanSource::kHeuristic);
+      }
+    }
+  }
+}
+
+TEST(Heuristic, KernelFollowsTheWasteOfV1) {
+  const MachineModel machine = zen_like();
+  // Balanced groups: a tile dividing the group keeps v1 free of waste.
+  const ResolvedPassConfig balanced =
+      heuristic(gmm_shape(Pass::kForward, 4096, 1024, 1024, std::vector<int32_t>(32, 128)), machine);
+  EXPECT_EQ(balanced.kernel, KernelVersion::kV1);
+  EXPECT_EQ(128 % balanced.tiles.m, 0) << balanced.tiles.m;
+  // Skewed groups: v1 would recompute straddling tiles, v2 does not.
+  for (Pass pass : kAllPasses) {
+    const ResolvedPassConfig config = heuristic(gmm_shape(pass, 4096, 1024, 1024, skewed(128, 4096)), machine);
+    EXPECT_EQ(config.kernel, KernelVersion::kV2) << pass_name(pass);
+  }
+}
+
+TEST(Heuristic, MTileFollowsTheGroupSizes) {
+  const MachineModel machine = zen_like();
+  const ResolvedPassConfig small =
+      heuristic(gmm_shape(Pass::kForward, 4096, 1024, 1024, skewed(128, 4096)), machine);
+  const ResolvedPassConfig large =
+      heuristic(gmm_shape(Pass::kForward, 4096, 1024, 1024, skewed(8, 4096)), machine);
+  EXPECT_LT(small.tiles.m, large.tiles.m);
+  EXPECT_EQ(small.tiles.m % machine.mr, 0);
+}
+
+TEST(Heuristic, BiggerL1GivesLongerK) {
+  MachineModel small = zen_like();
+  MachineModel big = zen_like();
+  small.caches.l1d = 16 * 1024;
+  big.caches.l1d = 128 * 1024;
+  const GmmShape shape = gmm_shape(Pass::kForward, 4096, 4096, 1024, std::vector<int32_t>(8, 512));
+  EXPECT_LT(heuristic(shape, small).tiles.k, heuristic(shape, big).tiles.k);
+}
+
+TEST(Heuristic, EmptyAndTinyProblemsStillGetPositiveTiles) {
+  const MachineModel machine = zen_like();
+  for (Pass pass : kAllPasses) {
+    for (const GmmShape& shape : {gmm_shape(pass, 0, 0, 0, {0, 0}), gmm_shape(pass, 3, 5, 7, {1, 0, 2}),
+                                  gmm_shape(pass, 16, 8, 8, {})}) {
+      const ResolvedPassConfig config = heuristic(shape, machine);
+      EXPECT_GT(config.tiles.m, 0);
+      EXPECT_GT(config.tiles.k, 0);
+      EXPECT_GT(config.tiles.n, 0);
+    }
+  }
+}
+
+TEST(CpuInfo, ParsesCacheSizes) {
+  EXPECT_EQ(parse_cache_size("48K"), 48 * 1024);
+  EXPECT_EQ(parse_cache_size("32768K"), 32 * 1024 * 1024);
+  EXPECT_EQ(parse_cache_size("2M"), 2 * 1024 * 1024);
+  EXPECT_EQ(parse_cache_size("65536"), 65536);
+  EXPECT_EQ(parse_cache_size(""), 0);
+  EXPECT_EQ(parse_cache_size("big"), 0);
+  const CacheSizes& sizes = cache_sizes();
+  EXPECT_GT(sizes.l1d, 0);
+  EXPECT_GE(sizes.l2, sizes.l1d);
+  EXPECT_GE(sizes.l3, sizes.l2);
+  EXPECT_FALSE(cpu_model_name().empty());
+}
+
+}  // namespace
+}  // namespace raggemm::tune
