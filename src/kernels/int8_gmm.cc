@@ -1,0 +1,174 @@
+// Driver of the int8 forward gmm (int8_gmm.h): group-aligned work items
+// (group, up to kRowTilesPerItem m-tiles, n-tile) like gmm v2. An item packs
+// its whole B tile (K x tn codes, in k-quads) once with the column sums the
+// biased-A kernels need, then for each m-tile packs A and runs the
+// microkernel over k-slices into an i32 tile, and finally applies
+// (acc - 128 * colsum) * row_scale * col_scale.
+#include "kernels/int8_gmm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "kernels/parallel.h"
+
+namespace raggemm::kernels {
+namespace {
+
+constexpr int64_t kRowTilesPerItem = 4;
+
+struct Item {
+  int64_t group;  // local
+  int64_t row_begin, row_end;
+  int64_t col_begin, col_end;
+};
+
+// 64-byte aligned per-thread buffers, grown on demand.
+struct Buffer {
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+  std::unique_ptr<void, Free> data;
+  size_t bytes = 0;
+  template <class T>
+  T* get(int64_t count) {
+    const size_t need = (static_cast<size_t>(count) * sizeof(T) + 63) / 64 * 64;
+    if (need > bytes) {
+      data.reset(std::aligned_alloc(64, need));
+      bytes = need;
+    }
+    return static_cast<T*>(data.get());
+  }
+};
+
+struct ThreadBuffers {
+  Buffer packed_a, packed_b, acc, column_sums;
+};
+
+ThreadBuffers& thread_buffers() {
+  static thread_local ThreadBuffers buffers;
+  return buffers;
+}
+
+int64_t quads(int64_t k) { return (k + 3) / 4; }
+
+// B panels for columns [c0, c0 + width) of a [K, N] row-major matrix: panel
+// q holds columns c0 + q*nr .. in the quad layout, over all of K.
+void pack_b(const int8_t* b, int64_t k, int64_t n, int64_t c0, int64_t width, int nr,
+            int8_t* dst, int32_t* column_sums) {
+  const int64_t kq = quads(k);
+  const int64_t panels = (width + nr - 1) / nr;
+  std::memset(dst, 0, static_cast<size_t>(panels * kq * nr * 4));
+  std::fill(column_sums, column_sums + panels * nr, 0);
+  for (int64_t kk = 0; kk < k; ++kk) {
+    const int8_t* row = b + kk * n + c0;
+    const int64_t p = kk / 4, t = kk % 4;
+    for (int64_t j = 0; j < width; ++j) {
+      const int64_t panel = j / nr, jj = j % nr;
+      dst[((panel * kq + p) * nr + jj) * 4 + t] = row[j];
+      column_sums[j] += row[j];
+    }
+  }
+}
+
+// A micro-panels for rows [r0, r0 + rows) over all of K (biased: + 128).
+void pack_a(const int8_t* a, int64_t k, int64_t r0, int64_t rows, int mr, bool biased,
+            uint8_t* dst) {
+  const int64_t kq = quads(k);
+  const int64_t panels = (rows + mr - 1) / mr;
+  std::memset(dst, 0, static_cast<size_t>(panels * kq * mr * 4));
+  const uint8_t bias = biased ? 0x80 : 0x00;
+  for (int64_t i = 0; i < rows; ++i) {
+    const uint8_t* row = reinterpret_cast<const uint8_t*>(a + (r0 + i) * k);
+    uint8_t* panel = dst + (i / mr) * kq * mr * 4 + (i % mr) * 4;
+    for (int64_t kk = 0; kk < k; ++kk) {
+      panel[(kk / 4) * mr * 4 + kk % 4] = static_cast<uint8_t>(row[kk] ^ bias);
+    }
+    if (biased) {  // padding k of a biased row must add nothing: B is zero there
+      for (int64_t kk = k; kk < kq * 4; ++kk) panel[(kk / 4) * mr * 4 + kk % 4] = 0;
+    }
+  }
+}
+
+void run_item(const Int8GmmProblem& p, const Schedule& s, const Int8Microkernel& uk,
+              const Item& item) {
+  ThreadBuffers& buffers = thread_buffers();
+  const int64_t width = item.col_end - item.col_begin;
+  const int64_t kq = quads(p.k);
+  const int64_t b_panels = (width + uk.nr - 1) / uk.nr;
+  const int64_t tm = s.tiles.m;
+  const int64_t kc_quads = std::max<int64_t>(1, s.tiles.k / 4);
+  int8_t* packed_b = buffers.packed_b.get<int8_t>(b_panels * kq * uk.nr * 4);
+  int32_t* column_sums = buffers.column_sums.get<int32_t>(b_panels * uk.nr);
+  const int8_t* rhs = p.rhs + item.group * p.rhs_group_stride;
+  pack_b(rhs, p.k, p.n, item.col_begin, width, uk.nr, packed_b, column_sums);
+  const int64_t a_panels_max = (tm + uk.mr - 1) / uk.mr;
+  uint8_t* packed_a = buffers.packed_a.get<uint8_t>(a_panels_max * kq * uk.mr * 4);
+  int32_t* acc = buffers.acc.get<int32_t>(tm * width);
+  const float* col_scale = p.col_scale + item.group * p.col_scale_group_stride;
+
+  for (int64_t r0 = item.row_begin; r0 < item.row_end; r0 += tm) {
+    const int64_t rows = std::min(tm, item.row_end - r0);
+    const int64_t a_panels = (rows + uk.mr - 1) / uk.mr;
+    pack_a(p.lhs, p.k, r0, rows, uk.mr, uk.biased_a, packed_a);
+    if (kq == 0) std::fill(acc, acc + rows * width, 0);
+    for (int64_t q0 = 0; q0 < kq; q0 += kc_quads) {
+      const int64_t qc = std::min(kc_quads, kq - q0);
+      const bool accumulate = q0 > 0;
+      // B micro-panel outer, A micro-panels inner: the B panel stays in L1.
+      for (int64_t jb = 0; jb < b_panels; ++jb) {
+        const int cols = static_cast<int>(std::min<int64_t>(uk.nr, width - jb * uk.nr));
+        const int8_t* b = packed_b + (jb * kq + q0) * uk.nr * 4;
+        for (int64_t ib = 0; ib < a_panels; ++ib) {
+          const int prows = static_cast<int>(std::min<int64_t>(uk.mr, rows - ib * uk.mr));
+          const uint8_t* a = packed_a + (ib * kq + q0) * uk.mr * 4;
+          uk.run(qc, a, b, acc + ib * uk.mr * width + jb * uk.nr, width, prows, cols, accumulate);
+        }
+      }
+    }
+    // Output stage.
+    for (int64_t i = 0; i < rows; ++i) {
+      const float row_scale = p.row_scale[r0 + i];
+      const int32_t* a = acc + i * width;
+      float* out = p.out + (r0 + i) * p.n + item.col_begin;
+      for (int64_t j = 0; j < width; ++j) {
+        const int32_t exact = uk.biased_a ? a[j] - 128 * column_sums[j] : a[j];
+        out[j] = static_cast<float>(exact) * row_scale *
+                 col_scale[(item.col_begin + j) * p.col_scale_stride];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool int8_gmm_available() { return std::string(select_int8_microkernel().target) != "SCALAR"; }
+
+void int8_gmm(const Int8GmmProblem& p, const Schedule& s, const Int8Microkernel* kernel) {
+  const Int8Microkernel& uk = kernel ? *kernel : select_int8_microkernel();
+  // Rows that no local group covers are zero.
+  const int64_t first = p.starts[p.group_offset];
+  const int64_t last = p.starts[p.group_offset + p.local_groups];
+  std::fill(p.out, p.out + first * p.n, 0.0f);
+  std::fill(p.out + last * p.n, p.out + p.m * p.n, 0.0f);
+  // Tile n rounded to whole micro-panels so only the last panel is ragged.
+  const int64_t tn = std::max<int64_t>(uk.nr, s.tiles.n / uk.nr * uk.nr);
+  const int64_t rows_per_item = s.tiles.m * kRowTilesPerItem;
+  std::vector<Item> items;
+  std::vector<int64_t> costs;
+  for (int64_t g = 0; g < p.local_groups; ++g) {
+    const int64_t begin = p.starts[p.group_offset + g];
+    const int64_t end = p.starts[p.group_offset + g + 1];
+    for (int64_t r0 = begin; r0 < end; r0 += rows_per_item) {
+      for (int64_t c0 = 0; c0 < p.n; c0 += tn) {
+        Item item{g, r0, std::min(end, r0 + rows_per_item), c0, std::min(p.n, c0 + tn)};
+        items.push_back(item);
+        costs.push_back((item.row_end - item.row_begin + 8) * (item.col_end - item.col_begin));
+      }
+    }
+  }
+  parallel_items(costs, s.threads, [&](int64_t i) { run_item(p, s, uk, items[i]); });
+}
+
+}  // namespace raggemm::kernels

@@ -1,0 +1,53 @@
+// The portable int8 microkernel and the run-time choice among the per-ISA
+// ones (contract in int8_microkernel.h).
+#include "kernels/int8_microkernel.h"
+
+namespace raggemm::kernels {
+namespace {
+
+constexpr int kScalarMR = 4;
+constexpr int kScalarNR = 8;
+
+void scalar_run(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c, int64_t ldc, int rows,
+                int cols, bool accumulate) {
+  int32_t acc[kScalarMR][kScalarNR] = {};
+  for (int64_t p = 0; p < kq; ++p) {
+    const int8_t* ap = reinterpret_cast<const int8_t*>(a) + p * kScalarMR * 4;
+    const int8_t* bp = b + p * kScalarNR * 4;
+    for (int i = 0; i < rows; ++i) {
+      for (int j = 0; j < kScalarNR; ++j) {
+        int32_t sum = 0;
+        for (int t = 0; t < 4; ++t) sum += int32_t{ap[i * 4 + t]} * int32_t{bp[j * 4 + t]};
+        acc[i][j] += sum;
+      }
+    }
+  }
+  for (int i = 0; i < rows; ++i) {
+    for (int j = 0; j < cols; ++j) {
+      c[i * ldc + j] = accumulate ? c[i * ldc + j] + acc[i][j] : acc[i][j];
+    }
+  }
+}
+
+std::vector<Int8Microkernel> detect() {
+  std::vector<Int8Microkernel> kernels;
+  Int8Microkernel kernel;
+  if (int8_microkernel_avx512_vnni(&kernel)) kernels.push_back(kernel);
+  if (int8_microkernel_avx_vnni(&kernel)) kernels.push_back(kernel);
+  if (int8_microkernel_avx2(&kernel)) kernels.push_back(kernel);
+  kernels.push_back(int8_microkernel_scalar());
+  return kernels;
+}
+
+}  // namespace
+
+Int8Microkernel int8_microkernel_scalar() {
+  return Int8Microkernel{kScalarMR, kScalarNR, /*biased_a=*/false, "SCALAR", &scalar_run};
+}
+
+const std::vector<Int8Microkernel>& int8_microkernels() {
+  static const std::vector<Int8Microkernel> kernels = detect();
+  return kernels;
+}
+
+}  // namespace raggemm::kernels

@@ -1,0 +1,47 @@
+// The int8 register-tile microkernel (i32 accumulation), the integer sibling
+// of kernels/microkernel.h:
+//
+//   C[0:rows, 0:cols] (=|+=) A_panel * B_panel        (int32, exact)
+//
+// Packed layouts, in "quads" of 4 consecutive k (K is zero-padded to a
+// multiple of 4):
+//   A_panel: kq quads of mr rows x 4 bytes: a[(p * mr + i) * 4 + t] = A(i, 4p + t);
+//            rows past `rows` zero. When `biased_a` the bytes are A + 128
+//            (uint8), and the caller subtracts 128 * column_sum(B) afterwards:
+//            that is how u8 x s8 dot products (vpdpbusd) take signed codes.
+//   B_panel: kq quads of nr columns x 4 bytes: b[(p * nr + j) * 4 + t] = B(4p + t, j);
+//            columns past `cols` zero. 64-byte aligned.
+//   C:       int32, row-major, leading dimension ldc.
+// Codes lie in -127..127, so no intermediate sum saturates (the AVX2 path
+// relies on it: |a| * b pairs stay below 2^15).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace raggemm::kernels {
+
+using Int8MicrokernelFn = void (*)(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c,
+                                   int64_t ldc, int rows, int cols, bool accumulate);
+
+struct Int8Microkernel {
+  int mr = 0;
+  int nr = 0;
+  bool biased_a = false;
+  const char* target = "";  // "AVX512_VNNI", "AVX_VNNI", "AVX2", "SCALAR"
+  Int8MicrokernelFn run = nullptr;
+};
+
+// Every int8 microkernel this CPU can run, fastest first (the portable
+// scalar one always last). Chosen by CPUID.
+const std::vector<Int8Microkernel>& int8_microkernels();
+inline const Int8Microkernel& select_int8_microkernel() { return int8_microkernels().front(); }
+
+// Per-ISA kernels (int8_microkernel_x86.cc); each returns false when the CPU
+// or the compiler lacks the instructions.
+bool int8_microkernel_avx512_vnni(Int8Microkernel* kernel);
+bool int8_microkernel_avx_vnni(Int8Microkernel* kernel);
+bool int8_microkernel_avx2(Int8Microkernel* kernel);
+Int8Microkernel int8_microkernel_scalar();
+
+}  // namespace raggemm::kernels

@@ -1,0 +1,232 @@
+// x86 int8 microkernels (contract in int8_microkernel.h), each compiled for
+// its instruction set with a target attribute and chosen by CPUID, so the
+// library itself keeps the baseline ISA:
+//  - AVX512-VNNI: 12 x 32, vpdpbusd (u8 x s8, 4 products per i32 lane, 64
+//    MACs an instruction) on biased A; 24 of 32 zmm hold accumulators.
+//  - AVX-VNNI: 6 x 16, the same on ymm; 12 of 16 ymm hold accumulators.
+//  - AVX2: 4 x 16, vpmaddubsw(|a|, sign(b, a)) then vpmaddwd by ones: the
+//    sign trick keeps both factors in range without a bias; codes within
+//    -127..127 keep each i16 pair sum below 2^15, so nothing saturates.
+#include <array>
+#include <cstring>
+#include <utility>
+
+#include "kernels/int8_microkernel.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define RAGGEMM_INT8_X86 1
+#endif
+
+namespace raggemm::kernels {
+
+#ifdef RAGGEMM_INT8_X86
+namespace {
+
+inline int32_t load_quad(const uint8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// ---- AVX512-VNNI ----------------------------------------------------------
+#define RAGGEMM_VNNI512 __attribute__((target("avx512f,avx512bw,avx512vnni")))
+constexpr int kVnni512MR = 12;
+constexpr int kVnni512NR = 32;
+
+template <int R>
+RAGGEMM_VNNI512 void vnni512_tile(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c,
+                                  int64_t ldc, int cols, bool accumulate) {
+  __m512i acc0[R], acc1[R];
+  for (int i = 0; i < R; ++i) {
+    acc0[i] = _mm512_setzero_si512();
+    acc1[i] = _mm512_setzero_si512();
+  }
+  for (int64_t p = 0; p < kq; ++p) {
+    const __m512i b0 = _mm512_loadu_si512(b + p * kVnni512NR * 4);
+    const __m512i b1 = _mm512_loadu_si512(b + p * kVnni512NR * 4 + 64);
+    const uint8_t* ap = a + p * kVnni512MR * 4;
+    for (int i = 0; i < R; ++i) {
+      const __m512i ai = _mm512_set1_epi32(load_quad(ap + 4 * i));
+      acc0[i] = _mm512_dpbusd_epi32(acc0[i], ai, b0);
+      acc1[i] = _mm512_dpbusd_epi32(acc1[i], ai, b1);
+    }
+  }
+  const int cols0 = cols < 16 ? cols : 16;
+  const int cols1 = cols - cols0;
+  const __mmask16 mask0 = static_cast<__mmask16>((1u << cols0) - 1u);
+  const __mmask16 mask1 = static_cast<__mmask16>((1u << cols1) - 1u);
+  for (int i = 0; i < R; ++i) {
+    int32_t* row = c + i * ldc;
+    __m512i v0 = acc0[i], v1 = acc1[i];
+    if (accumulate) {
+      v0 = _mm512_add_epi32(v0, _mm512_maskz_loadu_epi32(mask0, row));
+      v1 = _mm512_add_epi32(v1, _mm512_maskz_loadu_epi32(mask1, row + 16));
+    }
+    _mm512_mask_storeu_epi32(row, mask0, v0);
+    _mm512_mask_storeu_epi32(row + 16, mask1, v1);
+  }
+}
+
+template <int... R>
+constexpr auto vnni512_table(std::integer_sequence<int, R...>) {
+  using Fn = void (*)(int64_t, const uint8_t*, const int8_t*, int32_t*, int64_t, int, bool);
+  return std::array<Fn, sizeof...(R)>{&vnni512_tile<R + 1>...};
+}
+
+void vnni512_run(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c, int64_t ldc, int rows,
+                 int cols, bool accumulate) {
+  static constexpr auto kByRows = vnni512_table(std::make_integer_sequence<int, kVnni512MR>{});
+  kByRows[rows - 1](kq, a, b, c, ldc, cols, accumulate);
+}
+
+// ---- AVX-VNNI (256-bit) ----------------------------------------------------
+#define RAGGEMM_AVXVNNI __attribute__((target("avx2,avxvnni")))
+constexpr int kAvxVnniMR = 6;
+constexpr int kAvxVnniNR = 16;
+
+// Stores 8 int32 lanes of v to row[0..count) (adding when accumulate).
+RAGGEMM_AVXVNNI inline void store_lanes_vnni(int32_t* row, __m256i v, int count, bool accumulate) {
+  alignas(32) int32_t lanes[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), v);
+  for (int j = 0; j < count; ++j) row[j] = accumulate ? row[j] + lanes[j] : lanes[j];
+}
+
+template <int R>
+RAGGEMM_AVXVNNI void avx_vnni_tile(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c,
+                                   int64_t ldc, int cols, bool accumulate) {
+  __m256i acc0[R], acc1[R];
+  for (int i = 0; i < R; ++i) {
+    acc0[i] = _mm256_setzero_si256();
+    acc1[i] = _mm256_setzero_si256();
+  }
+  for (int64_t p = 0; p < kq; ++p) {
+    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + p * kAvxVnniNR * 4));
+    const __m256i b1 =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + p * kAvxVnniNR * 4 + 32));
+    const uint8_t* ap = a + p * kAvxVnniMR * 4;
+    for (int i = 0; i < R; ++i) {
+      const __m256i ai = _mm256_set1_epi32(load_quad(ap + 4 * i));
+      acc0[i] = _mm256_dpbusd_avx_epi32(acc0[i], ai, b0);
+      acc1[i] = _mm256_dpbusd_avx_epi32(acc1[i], ai, b1);
+    }
+  }
+  for (int i = 0; i < R; ++i) {
+    int32_t* row = c + i * ldc;
+    if (cols == kAvxVnniNR) {
+      __m256i v0 = acc0[i], v1 = acc1[i];
+      if (accumulate) {
+        v0 = _mm256_add_epi32(v0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row)));
+        v1 = _mm256_add_epi32(v1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 8)));
+      }
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(row), v0);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(row + 8), v1);
+    } else {
+      store_lanes_vnni(row, acc0[i], cols < 8 ? cols : 8, accumulate);
+      if (cols > 8) store_lanes_vnni(row + 8, acc1[i], cols - 8, accumulate);
+    }
+  }
+}
+
+template <int... R>
+constexpr auto avx_vnni_table(std::integer_sequence<int, R...>) {
+  using Fn = void (*)(int64_t, const uint8_t*, const int8_t*, int32_t*, int64_t, int, bool);
+  return std::array<Fn, sizeof...(R)>{&avx_vnni_tile<R + 1>...};
+}
+
+void avx_vnni_run(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c, int64_t ldc,
+                  int rows, int cols, bool accumulate) {
+  static constexpr auto kByRows = avx_vnni_table(std::make_integer_sequence<int, kAvxVnniMR>{});
+  kByRows[rows - 1](kq, a, b, c, ldc, cols, accumulate);
+}
+
+// ---- AVX2 -------------------------------------------------------------------
+#define RAGGEMM_AVX2 __attribute__((target("avx2")))
+constexpr int kAvx2MR = 4;
+constexpr int kAvx2NR = 16;
+
+RAGGEMM_AVX2 inline void store_lanes_avx2(int32_t* row, __m256i v, int count, bool accumulate) {
+  alignas(32) int32_t lanes[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), v);
+  for (int j = 0; j < count; ++j) row[j] = accumulate ? row[j] + lanes[j] : lanes[j];
+}
+
+// sum over each 4-byte group of a_i * b_i as int32 lanes, without saturation
+// for codes in -127..127.
+RAGGEMM_AVX2 inline __m256i dot_quads(__m256i a, __m256i b, __m256i ones) {
+  const __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(a), _mm256_sign_epi8(b, a));
+  return _mm256_madd_epi16(pairs, ones);
+}
+
+template <int R>
+RAGGEMM_AVX2 void avx2_tile(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c,
+                            int64_t ldc, int cols, bool accumulate) {
+  __m256i acc0[R], acc1[R];
+  for (int i = 0; i < R; ++i) {
+    acc0[i] = _mm256_setzero_si256();
+    acc1[i] = _mm256_setzero_si256();
+  }
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int64_t p = 0; p < kq; ++p) {
+    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + p * kAvx2NR * 4));
+    const __m256i b1 =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + p * kAvx2NR * 4 + 32));
+    const uint8_t* ap = a + p * kAvx2MR * 4;
+    for (int i = 0; i < R; ++i) {
+      const __m256i ai = _mm256_set1_epi32(load_quad(ap + 4 * i));
+      acc0[i] = _mm256_add_epi32(acc0[i], dot_quads(ai, b0, ones));
+      acc1[i] = _mm256_add_epi32(acc1[i], dot_quads(ai, b1, ones));
+    }
+  }
+  for (int i = 0; i < R; ++i) {
+    int32_t* row = c + i * ldc;
+    store_lanes_avx2(row, acc0[i], cols < 8 ? cols : 8, accumulate);
+    if (cols > 8) store_lanes_avx2(row + 8, acc1[i], cols - 8, accumulate);
+  }
+}
+
+template <int... R>
+constexpr auto avx2_table(std::integer_sequence<int, R...>) {
+  using Fn = void (*)(int64_t, const uint8_t*, const int8_t*, int32_t*, int64_t, int, bool);
+  return std::array<Fn, sizeof...(R)>{&avx2_tile<R + 1>...};
+}
+
+void avx2_run(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c, int64_t ldc, int rows,
+              int cols, bool accumulate) {
+  static constexpr auto kByRows = avx2_table(std::make_integer_sequence<int, kAvx2MR>{});
+  kByRows[rows - 1](kq, a, b, c, ldc, cols, accumulate);
+}
+
+}  // namespace
+
+bool int8_microkernel_avx512_vnni(Int8Microkernel* kernel) {
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+      !__builtin_cpu_supports("avx512vnni")) {
+    return false;
+  }
+  *kernel = Int8Microkernel{kVnni512MR, kVnni512NR, /*biased_a=*/true, "AVX512_VNNI",
+                            &vnni512_run};
+  return true;
+}
+
+bool int8_microkernel_avx_vnni(Int8Microkernel* kernel) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("avxvnni")) return false;
+  *kernel = Int8Microkernel{kAvxVnniMR, kAvxVnniNR, /*biased_a=*/true, "AVX_VNNI", &avx_vnni_run};
+  return true;
+}
+
+bool int8_microkernel_avx2(Int8Microkernel* kernel) {
+  if (!__builtin_cpu_supports("avx2")) return false;
+  *kernel = Int8Microkernel{kAvx2MR, kAvx2NR, /*biased_a=*/false, "AVX2", &avx2_run};
+  return true;
+}
+
+#else  // not x86 with GCC/Clang: only the scalar kernel
+
+bool int8_microkernel_avx512_vnni(Int8Microkernel*) { return false; }
+bool int8_microkernel_avx_vnni(Int8Microkernel*) { return false; }
+bool int8_microkernel_avx2(Int8Microkernel*) { return false; }
+
+#endif
+
+}  // namespace raggemm::kernels
