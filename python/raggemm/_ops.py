@@ -9,7 +9,7 @@ from ._arrays import GROUP_SIZE_DTYPES, optional_f32, tile_tuple, to_raw
 
 def gmm(lhs, rhs, group_sizes, *, transpose_rhs=False, tiles=None, kernel="v1", buffers=1,
         threads=0, group_offset=0, local_groups=-1, swiglu=False, col_scale=None,
-        col_bias=None, row_scale=None):
+        col_bias=None, row_scale=None, quant=None, rhs_scales="channel", lhs_k_block=0):
     """Grouped matmul: ``out[i] = lhs[i] @ rhs[group(i)]`` (``@ rhs[g].T`` with transpose_rhs).
 
     lhs ``[M, K]``; rhs ``[G, K, N]`` (``[G, N, K]`` with transpose_rhs); group_sizes
@@ -23,6 +23,11 @@ def gmm(lhs, rhs, group_sizes, *, transpose_rhs=False, tiles=None, kernel="v1", 
     group_offset, local_groups: expert parallelism; with local_groups = E >= 0, rhs
     holds only groups [group_offset, group_offset + E) and other rows come out zero.
     swiglu, col_scale, col_bias, row_scale: the v2 kernel's fused output stage.
+    quant: None, or the recipe "fp8" (e4m3 operands; e5m2 dout in dlhs) or "int8":
+    float lhs and rhs are quantized in the call (lhs per row, dynamically, or per
+    row and K-block of lhs_k_block; rhs per expert and column with
+    rhs_scales="channel", or in K-blocks with "block:SIZE") and the result stays
+    float32. With transpose_rhs this is the quantized dlhs pass.
     Bad input raises raggemm.Error (a ValueError) naming the argument.
     """
     lhs, lhs_dtype = to_raw(lhs, "lhs")
@@ -32,20 +37,22 @@ def gmm(lhs, rhs, group_sizes, *, transpose_rhs=False, tiles=None, kernel="v1", 
                         bool(transpose_rhs), tile_tuple(tiles), kernel, buffers, threads,
                         group_offset, local_groups, bool(swiglu),
                         optional_f32(col_scale, "col_scale"), optional_f32(col_bias, "col_bias"),
-                        optional_f32(row_scale, "row_scale"))
+                        optional_f32(row_scale, "row_scale"), quant, rhs_scales, lhs_k_block)
 
 
 def tgmm(lhs, dout, group_sizes, *, tiles=None, kernel="v1", buffers=1, threads=0,
-         group_offset=0, local_groups=-1):
+         group_offset=0, local_groups=-1, quant=None):
     """Transposed grouped matmul: ``out[g] = lhs[rows of g].T @ dout[rows of g]``.
 
     lhs ``[M, K]``, dout ``[M, N]``, group_sizes ``[G]``. Returns a new float32
     ``[G_local, K, N]`` array (G_local = local_groups, or G when local_groups is
     -1, which needs group_offset 0); empty groups give zero slices. For tgmm the tiles
     ``(m, k, n)`` tile the ``[K, N]`` output by (m, n) and the tokens by k.
+    quant: None, "fp8" (lhs e4m3 per row, dout e5m2 per column) or "int8".
     """
     lhs, lhs_dtype = to_raw(lhs, "lhs")
     dout, dout_dtype = to_raw(dout, "dout")
     group_sizes, sizes_dtype = to_raw(group_sizes, "group_sizes", GROUP_SIZE_DTYPES)
     return _raggemm.tgmm(lhs, lhs_dtype, dout, dout_dtype, group_sizes, sizes_dtype,
-                         tile_tuple(tiles), kernel, buffers, threads, group_offset, local_groups)
+                         tile_tuple(tiles), kernel, buffers, threads, group_offset, local_groups,
+                         quant, "channel")

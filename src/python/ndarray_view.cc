@@ -90,7 +90,8 @@ OutputArray new_f32_array(const Shape& shape, const char* argument) {
   if (data == nullptr) throw std::bad_alloc();
   nb::capsule owner(data, [](void* p) noexcept { std::free(p); });
   std::vector<size_t> dims(shape.begin(), shape.end());
-  OutputArray out{nb::ndarray<nb::numpy, float>(data, dims.size(), dims.data(), owner),
+  OutputArray out{nb::ndarray<nb::numpy>(data, dims.size(), dims.data(), owner, nullptr,
+                                          nb::dtype<float>()),
                   TensorView(DType::kF32, shape, data)};
   return out;
 }

@@ -29,7 +29,7 @@ TensorView view_of(const InputArray& array, DType dtype, const char* argument);
 // A new C-contiguous float32 numpy array of `shape`, 64-byte aligned (the
 // ops write every element, so it is not zeroed here), and the view of it.
 struct OutputArray {
-  nb::ndarray<nb::numpy, float> array;
+  nb::ndarray<nb::numpy> array;
   TensorView view;
 };
 OutputArray new_f32_array(const Shape& shape, const char* argument);

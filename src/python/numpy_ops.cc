@@ -14,11 +14,28 @@
 #include "python/ndarray_view.h"
 #include "raggemm/error.h"
 #include "raggemm/gmm.h"
+#include "raggemm/quant.h"
 
 namespace raggemm::python {
 namespace {
 
 using TileTuple = std::tuple<int64_t, int64_t, int64_t>;
+
+// The quantized passes (raggemm/quant.h): recipe "fp8" or "int8", the
+// weight's scaling ("channel" or "block:SIZE") and the lhs K-block (0: per row).
+struct QuantArgs {
+  std::optional<std::string> recipe;
+  std::string rhs_scales;
+  int64_t lhs_k_block;
+
+  QuantGmmOptions options() const {
+    QuantGmmOptions quant;
+    quant.recipe = parse_quant_recipe(*recipe, "quant");
+    quant.rhs_scaling = parse_rhs_scaling(rhs_scales, "rhs_scales");
+    quant.lhs_k_block = lhs_k_block;
+    return quant;
+  }
+};
 
 Tiles tiles_of(const std::optional<TileTuple>& tiles) {
   if (!tiles) return {};
@@ -39,7 +56,7 @@ std::optional<TensorView> optional_view(const std::optional<InputArray>& array,
   return view_of(*array, DType::kF32, argument);
 }
 
-nb::ndarray<nb::numpy, float> gmm(const InputArray& lhs, const std::string& lhs_dtype,
+nb::ndarray<nb::numpy> gmm(const InputArray& lhs, const std::string& lhs_dtype,
                                   const InputArray& rhs, const std::string& rhs_dtype,
                                   const InputArray& group_sizes, const std::string& sizes_dtype,
                                   bool transpose_rhs, const std::optional<TileTuple>& tiles,
@@ -47,7 +64,9 @@ nb::ndarray<nb::numpy, float> gmm(const InputArray& lhs, const std::string& lhs_
                                   int64_t group_offset, int64_t local_groups, bool swiglu,
                                   const std::optional<InputArray>& col_scale,
                                   const std::optional<InputArray>& col_bias,
-                                  const std::optional<InputArray>& row_scale) {
+                                  const std::optional<InputArray>& row_scale,
+                                  const std::optional<std::string>& quant,
+                                  const std::string& rhs_scales, int64_t lhs_k_block) {
   const TensorView lhs_view = view_of(lhs, parse_dtype(lhs_dtype, "lhs"), "lhs");
   const TensorView rhs_view = view_of(rhs, parse_dtype(rhs_dtype, "rhs"), "rhs");
   const TensorView sizes_view =
@@ -65,6 +84,11 @@ nb::ndarray<nb::numpy, float> gmm(const InputArray& lhs, const std::string& lhs_
   options.col_bias = optional_view(col_bias, "col_bias");
   options.row_scale = optional_view(row_scale, "row_scale");
 
+  if (quant) {
+    const QuantGmmOptions quant_options = QuantArgs{quant, rhs_scales, lhs_k_block}.options();
+    nb::gil_scoped_release release;
+    return to_numpy(quantized_gmm(lhs_view, rhs_view, sizes_view, options, quant_options));
+  }
   require_rank(lhs_view, 2, "lhs");
   require_rank(rhs_view, 3, "rhs");
   int64_t cols = transpose_rhs ? rhs_view.dim(1) : rhs_view.dim(2);
@@ -77,12 +101,13 @@ nb::ndarray<nb::numpy, float> gmm(const InputArray& lhs, const std::string& lhs_
   return out.array;
 }
 
-nb::ndarray<nb::numpy, float> tgmm(const InputArray& lhs, const std::string& lhs_dtype,
+nb::ndarray<nb::numpy> tgmm(const InputArray& lhs, const std::string& lhs_dtype,
                                    const InputArray& dout, const std::string& dout_dtype,
                                    const InputArray& group_sizes, const std::string& sizes_dtype,
                                    const std::optional<TileTuple>& tiles, const std::string& kernel,
                                    int buffers, int threads, int64_t group_offset,
-                                   int64_t local_groups) {
+                                   int64_t local_groups, const std::optional<std::string>& quant,
+                                   const std::string& rhs_scales) {
   const TensorView lhs_view = view_of(lhs, parse_dtype(lhs_dtype, "lhs"), "lhs");
   const TensorView dout_view = view_of(dout, parse_dtype(dout_dtype, "dout"), "dout");
   const TensorView sizes_view =
@@ -95,6 +120,11 @@ nb::ndarray<nb::numpy, float> tgmm(const InputArray& lhs, const std::string& lhs
   options.group_offset = group_offset;
   options.local_groups = local_groups;
 
+  if (quant) {
+    const QuantGmmOptions quant_options = QuantArgs{quant, rhs_scales, 0}.options();
+    nb::gil_scoped_release release;
+    return to_numpy(quantized_tgmm(lhs_view, dout_view, sizes_view, options, quant_options));
+  }
   require_rank(lhs_view, 2, "lhs");
   require_rank(dout_view, 2, "dout");
   require_rank(sizes_view, 1, "group_sizes");
@@ -117,11 +147,13 @@ void bind_numpy_ops(nb::module_& module) {
              nb::arg("buffers"), nb::arg("threads"), nb::arg("group_offset"), nb::arg("local_groups"),
              nb::arg("swiglu"),
              nb::arg("col_scale").none(), nb::arg("col_bias").none(),
-             nb::arg("row_scale").none());
+             nb::arg("row_scale").none(), nb::arg("quant").none(), nb::arg("rhs_scales"),
+             nb::arg("lhs_k_block"));
   module.def("tgmm", &tgmm, nb::arg("lhs"), nb::arg("lhs_dtype"), nb::arg("dout"),
              nb::arg("dout_dtype"), nb::arg("group_sizes"), nb::arg("group_sizes_dtype"),
              nb::arg("tiles").none(), nb::arg("kernel"), nb::arg("buffers"), nb::arg("threads"),
-             nb::arg("group_offset"), nb::arg("local_groups"));
+             nb::arg("group_offset"), nb::arg("local_groups"), nb::arg("quant").none(),
+             nb::arg("rhs_scales"));
 }
 
 }  // namespace raggemm::python

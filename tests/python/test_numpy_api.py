@@ -377,6 +377,47 @@ def test_quantization_errors(call, argument):
         call()
 
 
+QUANT_M, QUANT_K, QUANT_N = 300, 256, 96
+QUANT_SIZES = np.array([100, 0, 150, 20], np.int32)  # empty group, sum < M
+
+
+@pytest.mark.parametrize("recipe,codes", [("fp8", "fp8_e4m3"), ("int8", "int8")])
+@pytest.mark.parametrize("kernel,rhs_scales", [("v1", "channel"), ("v2", "channel"),
+                                               ("v2", "block:128")])
+def test_quantized_gmm_is_the_reference_on_dequantized_operands(recipe, codes, kernel, rhs_scales):
+    lhs, rhs = random((QUANT_M, QUANT_K), seed=40), random((4, QUANT_K, QUANT_N), seed=41)
+    out = raggemm.gmm(lhs, rhs, QUANT_SIZES, quant=recipe, kernel=kernel, rhs_scales=rhs_scales)
+    rhs_spec = "channel:0,2" + ("+block:1:128" if rhs_scales.startswith("block") else "")
+    lhs_q = raggemm.dequantize(raggemm.quantize(lhs, codes, "channel:0"))
+    rhs_q = raggemm.dequantize(raggemm.quantize(rhs, codes, rhs_spec))
+    assert rel_err(out, gmm_ref(lhs_q, rhs_q, QUANT_SIZES)) <= 1e-5  # same math
+    assert rel_err(out, gmm_ref(lhs, rhs, QUANT_SIZES)) <= QUANT_BOUND[codes]  # quantization error
+    assert not out[QUANT_SIZES.sum():].any()
+
+
+@pytest.mark.parametrize("recipe,bound", [("fp8", 0.12), ("int8", 0.02)])
+def test_quantized_backward_passes_stay_near_f32(recipe, bound):
+    lhs, rhs = random((QUANT_M, QUANT_K), seed=42), random((4, QUANT_K, QUANT_N), seed=43)
+    dout = random((QUANT_M, QUANT_N), seed=44)
+    dlhs = raggemm.gmm(dout, rhs, QUANT_SIZES, transpose_rhs=True, quant=recipe)
+    assert rel_err(dlhs, gmm_ref(dout, rhs, QUANT_SIZES, transpose_rhs=True)) <= bound
+    drhs = raggemm.tgmm(lhs, dout, QUANT_SIZES, quant=recipe)
+    assert rel_err(drhs, tgmm_ref(lhs, dout, QUANT_SIZES)) <= bound
+    assert not drhs[1].any()  # the empty group
+
+
+@pytest.mark.parametrize("kwargs,argument", [
+    (dict(quant="fp4"), "quant"),
+    (dict(quant="fp8", rhs_scales="block:7"), "rhs_scales"),
+    (dict(quant="fp8", rhs_scales="rows"), "rhs_scales"),
+    (dict(quant="fp8", rhs_scales="block:128", kernel="v1"), "v1"),
+])
+def test_quantized_gmm_errors(kwargs, argument):
+    lhs, rhs = random((QUANT_M, QUANT_K), seed=45), random((4, QUANT_K, QUANT_N), seed=46)
+    with pytest.raises(ValueError, match=argument):
+        raggemm.gmm(lhs, rhs, QUANT_SIZES, **kwargs)
+
+
 # ---------------------------------------------------------------------------
 # Plans.
 
