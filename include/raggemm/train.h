@@ -1,0 +1,128 @@
+// The trainer: a small MoE language model (embedding, decoder blocks of
+// [RMSNorm, MoE or dense MLP, residual], final RMSNorm, output projection,
+// next-token cross-entropy) trained on a synthetic Markov chain or a local
+// text file, with per-step metrics, traces and atomic checkpoints.
+//
+// Configs are flat key/value maps: configs/base.yml lists every key with its
+// default; overrides come as "key=value" or "key:" "value". Every key is
+// documented in docs/moe_configuration.md.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "raggemm/moe.h"
+
+namespace raggemm::train {
+
+// ---------------------------------------------------------------------------
+// Config.
+
+// Every key, in the order configs/base.yml lists them, with its default.
+struct ConfigKey {
+  std::string name;
+  std::string default_value;
+  std::string help;
+};
+const std::vector<ConfigKey>& config_keys();
+// The valid key nearest to `key` (edit distance).
+std::string nearest_config_key(const std::string& key);
+
+// Raw settings: key -> value text, always holding every key.
+class Settings {
+ public:
+  Settings();  // every key at its default
+  // Unknown key: Error naming the key and suggesting the nearest one.
+  void set(const std::string& key, const std::string& value);
+  const std::string& get(const std::string& key) const;
+  // Reads a flat YAML map; every key must be known.
+  void apply_file(const std::string& path);
+  // The resolved config as YAML, in key order.
+  std::string to_yaml() const;
+  const std::map<std::string, std::string>& values() const { return values_; }
+
+ private:
+  std::map<std::string, std::string> values_;
+};
+
+// `raggemm train` arguments: an optional config file first, then overrides
+// as "key=value" (one word) or "key:" "value" (two words), mixed freely.
+Settings parse_train_arguments(const std::vector<std::string>& args);
+
+struct TrainConfig {
+  std::string run_name;
+  std::string base_output_directory;
+  std::string dataset_type;  // synthetic | text
+  std::string dataset_path;
+  int64_t synthetic_branching = 4;
+  int64_t steps = 0;
+  int64_t per_device_batch_size = 0;
+  int64_t max_target_length = 0;
+  int64_t vocab_size = 0;
+  int64_t base_emb_dim = 0;
+  int64_t base_mlp_dim = 0;
+  int64_t base_num_decoder_layers = 0;
+  int64_t first_num_dense_layers = 0;
+  double learning_rate = 0;
+  int64_t learning_rate_schedule_steps = -1;
+  double warmup_steps_fraction = 0;
+  double cosine_learning_rate_final_fraction = 1;
+  std::string opt_type;  // sgd | adamw
+  double adam_b1 = 0.9, adam_b2 = 0.95, adam_eps = 1e-8, adam_weight_decay = 0;
+  DType weight_dtype = DType::kF32;
+  double routed_bias_update_rate = 0;
+  uint64_t seed = 0;
+  bool enable_checkpointing = false;
+  int64_t checkpoint_period = 0;
+  std::string profiler;  // "" | trace
+  moe::MoeConfig moe;    // dims, router, dtype, quantization, plans
+  std::string resolved_yaml;  // every key with its value, as written to config.yml
+
+  std::string run_dir() const;
+  int64_t tokens_per_step() const { return per_device_batch_size * max_target_length; }
+};
+
+// Typed, validated config; invalid values and combinations throw Error
+// naming the keys.
+TrainConfig resolve(const Settings& settings);
+
+// ---------------------------------------------------------------------------
+// Training.
+
+struct StepMetrics {
+  int64_t step = 0;  // 1-based: the step just completed
+  double loss = 0;   // next-token cross-entropy, nats
+  double aux_loss = 0;  // load-balancing loss summed over MoE layers (unweighted)
+  double learning_rate = 0;
+  double step_time_s = 0;
+  double tokens_per_s = 0;
+  double gmm_gflops = 0;  // all GMM flops / GMM time
+  double gmm_time_share = 0;  // GMM time / step time
+  double expert_gmm_time_share = 0;
+  double dense_gmm_time_share = 0;
+  double glue_time_share = 0;
+  double optimizer_time_share = 0;
+  double data_time_share = 0;
+  double expert_gmm_gflops = 0;
+  int64_t max_expert_load = 0;  // largest group of the first MoE layer
+};
+
+struct TrainResult {
+  std::string run_dir;
+  double loss_floor = 0;  // entropy rate of the data (nats/token); NaN if unknown
+  int64_t resumed_from_step = 0;
+  std::vector<StepMetrics> steps;  // of this invocation
+};
+
+// Runs (or resumes) a training; writes the run directory; prints one line
+// per step to `log`.
+TrainResult run_training(const TrainConfig& config, std::ostream& log);
+
+// Checks a checkpoint file (magic, size, checksum); returns its step or
+// throws Error naming the path.
+int64_t verify_checkpoint(const std::string& path);
+
+}  // namespace raggemm::train

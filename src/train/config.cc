@@ -1,0 +1,369 @@
+// Trainer config: the key table (every key with its default), YAML and
+// command-line parsing, and resolution into a typed, validated TrainConfig.
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "raggemm/error.h"
+#include "raggemm/plan.h"
+#include "raggemm/train.h"
+
+namespace raggemm::train {
+namespace {
+
+std::vector<ConfigKey> build_keys() {
+  std::vector<ConfigKey> keys = {
+      {"run_name", "moe_base", "name of the run; output goes to base_output_directory/run_name"},
+      {"base_output_directory", "runs", "where run directories are created"},
+      {"dataset_type", "synthetic", "synthetic (seeded Markov chain) or text (dataset_path, bytes)"},
+      {"dataset_path", "", "text file read as bytes when dataset_type=text"},
+      {"synthetic_branching", "4", "likely successors per state of the synthetic Markov chain"},
+      {"steps", "150", "training steps"},
+      {"per_device_batch_size", "8", "sequences per step"},
+      {"max_target_length", "128", "tokens per sequence"},
+      {"vocab_size", "256", "vocabulary size (256 for text)"},
+      {"base_emb_dim", "256", "model (embedding) dimension"},
+      {"base_mlp_dim", "512", "hidden dimension of each expert and of dense MLPs"},
+      {"base_num_decoder_layers", "2", "decoder blocks"},
+      {"first_num_dense_layers", "0", "the first blocks use a dense MLP instead of MoE"},
+      {"num_experts", "8", "routed experts per MoE block"},
+      {"num_experts_per_tok", "2", "experts each token is routed to (top-k)"},
+      {"shared_experts", "0", "shared experts (a dense SwiGLU MLP of width shared_experts * base_mlp_dim)"},
+      {"norm_topk_prob", "true", "renormalise the top-k routing weights to sum 1"},
+      {"routed_score_func", "softmax", "softmax or sigmoid router scores"},
+      {"routed_bias", "false", "sigmoid only: per-expert selection bias (aux-loss-free balancing)"},
+      {"routed_bias_update_rate", "0.001", "step of the selection-bias update"},
+      {"n_routing_groups", "-1", "expert groups for group-limited routing (-1: off)"},
+      {"topk_routing_group", "-1", "groups each token may use (-1: off)"},
+      {"routed_scaling_factor", "1.0", "multiplies the routing weights"},
+      {"load_balance_loss_weight", "0.01", "weight of the load-balancing loss"},
+      {"fused_gate_up", "false", "one gate|up weight [E, embed, 2*mlp]; v2 fwd fuses SwiGLU"},
+      {"learning_rate", "0.003", "peak learning rate"},
+      {"learning_rate_schedule_steps", "-1", "length of the schedule (-1: steps)"},
+      {"warmup_steps_fraction", "0.05", "linear warmup, as a fraction of the schedule"},
+      {"cosine_learning_rate_final_fraction", "0.1", "cosine decay ends at this fraction of the peak"},
+      {"opt_type", "adamw", "sgd or adamw"},
+      {"adam_b1", "0.9", "AdamW beta1"},
+      {"adam_b2", "0.95", "AdamW beta2"},
+      {"adam_eps", "1e-8", "AdamW epsilon"},
+      {"adam_weight_decay", "0.0", "AdamW decoupled weight decay"},
+      {"weight_dtype", "f32", "f32 or bf16 (bf16 keeps f32 master weights)"},
+      {"dtype", "f32", "activations / GMM inputs: f32 or bf16"},
+  };
+  keys.push_back({"use_gmm_v2", "false", "v2 (group-aligned) kernel for every pass"});
+  for (const char* pass : {"fwd", "dlhs", "drhs"}) {
+    keys.push_back({std::string("use_gmm_v2_") + pass, "",
+                    std::string("kernel of the ") + pass + " pass: true (v2), false (v1), \"\" (follow use_gmm_v2)"});
+  }
+  for (const char* weight : {"wi", "wo"}) {
+    for (const char* pass : {"fwd", "dlhs", "drhs"}) {
+      for (const char* dim : {"batch_seq", "embed_dim", "mlp_dim"}) {
+        keys.push_back({std::string(weight) + "_tile_" + pass + "_" + dim, "",
+                        "tile along " + std::string(dim) + " of " + weight + " " + pass +
+                            " (\"\": tuned cache or heuristic)"});
+      }
+    }
+  }
+  std::vector<ConfigKey> rest = {
+      {"input_buffer_count", "", "packed panels in flight, 1..4 (\"\": heuristic)"},
+      {"gmm_autotune", "false", "use tuned tiles from the tune cache (raggemm tune)"},
+      {"quantization", "", "\"\", fp8_full or int8 (routed expert GMMs)"},
+      {"quantization_weight_scaling", "channel", "weight scales: channel or block:SIZE (v2)"},
+      {"seed", "0", "seed of the parameters and the data"},
+      {"enable_checkpointing", "false", "write checkpoints and resume from the last one"},
+      {"checkpoint_period", "50", "steps between checkpoints"},
+      {"profiler", "", "\"\" or trace (Chrome trace-event JSON of every op)"},
+  };
+  keys.insert(keys.end(), rest.begin(), rest.end());
+  return keys;
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string trim(const std::string& text) {
+  size_t begin = 0, end = text.size();
+  while (begin < end && std::isspace(static_cast<unsigned char>(text[begin]))) ++begin;
+  while (end > begin && std::isspace(static_cast<unsigned char>(text[end - 1]))) --end;
+  std::string out = text.substr(begin, end - begin);
+  // A quoted value ("" or "fp8_full") loses its quotes.
+  if (out.size() >= 2 && ((out.front() == '"' && out.back() == '"') ||
+                          (out.front() == '\'' && out.back() == '\''))) {
+    out = out.substr(1, out.size() - 2);
+  }
+  return out;
+}
+
+int64_t to_int(const Settings& s, const std::string& key, int64_t min) {
+  const std::string& text = s.get(key);
+  int64_t value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  require(!text.empty() && error == std::errc() && end == text.data() + text.size(), key,
+          text.empty() ? "''" : text, "expected an integer");
+  require(value >= min, key, text, "must be at least " + std::to_string(min));
+  return value;
+}
+
+double to_real(const Settings& s, const std::string& key, double min) {
+  const std::string& text = s.get(key);
+  double value = 0;
+  try {
+    size_t used = 0;
+    value = std::stod(text, &used);
+    require(used == text.size(), key, text, "expected a number");
+  } catch (const std::logic_error&) {
+    fail(key, text.empty() ? "''" : text, "expected a number");
+  }
+  require(std::isfinite(value) && value >= min, key, text,
+          "must be a finite number >= " + std::to_string(min));
+  return value;
+}
+
+bool to_bool(const Settings& s, const std::string& key) {
+  std::string text = s.get(key);
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (text == "true" || text == "1" || text == "yes") return true;
+  if (text == "false" || text == "0" || text == "no") return false;
+  fail(key, s.get(key).empty() ? "''" : s.get(key), "expected true or false");
+}
+
+std::string one_of(const Settings& s, const std::string& key,
+                   const std::vector<std::string>& allowed) {
+  const std::string& text = s.get(key);
+  if (std::find(allowed.begin(), allowed.end(), text) != allowed.end()) return text;
+  std::string list;
+  for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + (a.empty() ? "\"\"" : a);
+  fail(key, text.empty() ? "''" : text, "expected one of: " + list);
+}
+
+// The tile plans from the plan keys; per-pass kernel flags may refine
+// use_gmm_v2=false (e.g. the hybrid fwd=v2, dlhs=v1, drhs=v2) but not
+// contradict use_gmm_v2=true.
+BlockPlan build_plan(const Settings& s) {
+  BlockPlan plan;
+  const bool all_v2 = to_bool(s, "use_gmm_v2");
+  apply_plan_setting(plan, "use_gmm_v2", all_v2 ? "true" : "false");
+  for (const char* pass : {"fwd", "dlhs", "drhs"}) {
+    const std::string key = std::string("use_gmm_v2_") + pass;
+    if (s.get(key).empty()) continue;
+    const bool pass_v2 = to_bool(s, key);
+    require(!all_v2 || pass_v2, "use_gmm_v2," + key, "true," + s.get(key),
+            "use_gmm_v2=true sets every pass to v2; drop it to mix kernels per pass");
+    apply_plan_setting(plan, key, pass_v2 ? "true" : "false");
+  }
+  for (const std::string& key : plan_setting_keys()) {
+    if (key.find("_tile_") == std::string::npos && key != "input_buffer_count") continue;
+    if (!s.get(key).empty()) apply_plan_setting(plan, key, s.get(key));
+  }
+  return plan;
+}
+
+}  // namespace
+
+const std::vector<ConfigKey>& config_keys() {
+  static const std::vector<ConfigKey> keys = build_keys();
+  return keys;
+}
+
+std::string nearest_config_key(const std::string& key) {
+  std::string best;
+  size_t best_distance = SIZE_MAX;
+  for (const ConfigKey& candidate : config_keys()) {
+    const size_t distance = edit_distance(key, candidate.name);
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = candidate.name;
+    }
+  }
+  return best;
+}
+
+Settings::Settings() {
+  for (const ConfigKey& key : config_keys()) values_[key.name] = key.default_value;
+}
+
+void Settings::set(const std::string& key, const std::string& value) {
+  auto it = values_.find(key);
+  if (it == values_.end()) {
+    fail(key.empty() ? "key" : key, value,
+         "unknown config key; did you mean '" + nearest_config_key(key) + "'?");
+  }
+  it->second = trim(value);
+}
+
+const std::string& Settings::get(const std::string& key) const {
+  auto it = values_.find(key);
+  require(it != values_.end(), "key", key, "not a config key");
+  return it->second;
+}
+
+void Settings::apply_file(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    fail("config", path, "cannot read the config file");
+  } catch (const YAML::Exception& e) {
+    fail("config", path, std::string("not valid YAML: ") + e.what());
+  }
+  if (root.IsNull()) return;
+  require(root.IsMap(), "config", path, "expected a map of key: value");
+  for (const auto& entry : root) {
+    const std::string key = entry.first.as<std::string>();
+    require(entry.second.IsScalar() || entry.second.IsNull(), key, path,
+            "values must be scalars");
+    set(key, entry.second.IsNull() ? "" : entry.second.as<std::string>());
+  }
+}
+
+std::string Settings::to_yaml() const {
+  std::ostringstream out;
+  for (const ConfigKey& key : config_keys()) {
+    const std::string& value = values_.at(key.name);
+    out << key.name << ": ";
+    const bool needs_quotes =
+        value.empty() || value.find_first_of(":#{}[],&*!|>'\"%@`") != std::string::npos;
+    if (needs_quotes) {
+      out << '"' << value << '"';
+    } else {
+      out << value;
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+Settings parse_train_arguments(const std::vector<std::string>& args) {
+  Settings settings;
+  size_t i = 0;
+  if (!args.empty()) {
+    const std::string& first = args[0];
+    const bool looks_like_setting =
+        first.find('=') != std::string::npos || (!first.empty() && first.back() == ':') ||
+        first.find(": ") != std::string::npos;
+    if (!looks_like_setting) {
+      settings.apply_file(first);
+      i = 1;
+    }
+  }
+  for (; i < args.size(); ++i) {
+    const std::string& word = args[i];
+    const size_t equals = word.find('=');
+    const size_t colon_space = word.find(": ");
+    if (equals != std::string::npos &&
+        (colon_space == std::string::npos || equals < colon_space)) {
+      settings.set(word.substr(0, equals), word.substr(equals + 1));
+    } else if (!word.empty() && word.back() == ':') {
+      require(i + 1 < args.size(), word.substr(0, word.size() - 1), "(missing)",
+              "'key:' must be followed by its value as the next word");
+      settings.set(word.substr(0, word.size() - 1), args[i + 1]);
+      ++i;
+    } else if (colon_space != std::string::npos) {
+      settings.set(word.substr(0, colon_space), word.substr(colon_space + 2));
+    } else {
+      fail("setting", word, "expected key=value or 'key: value' (e.g. steps=10 or steps: 10)");
+    }
+  }
+  return settings;
+}
+
+std::string TrainConfig::run_dir() const {
+  return (std::filesystem::path(base_output_directory) / run_name).string();
+}
+
+TrainConfig resolve(const Settings& s) {
+  TrainConfig c;
+  c.run_name = s.get("run_name");
+  require(!c.run_name.empty() && c.run_name.find('/') == std::string::npos, "run_name",
+          c.run_name.empty() ? "''" : c.run_name, "must be a non-empty name without '/'");
+  c.base_output_directory = s.get("base_output_directory");
+  require(!c.base_output_directory.empty(), "base_output_directory", "''", "must not be empty");
+  c.dataset_type = one_of(s, "dataset_type", {"synthetic", "text"});
+  c.dataset_path = s.get("dataset_path");
+  c.synthetic_branching = to_int(s, "synthetic_branching", 1);
+  c.steps = to_int(s, "steps", 0);
+  c.per_device_batch_size = to_int(s, "per_device_batch_size", 1);
+  c.max_target_length = to_int(s, "max_target_length", 1);
+  c.vocab_size = to_int(s, "vocab_size", 2);
+  c.base_emb_dim = to_int(s, "base_emb_dim", 1);
+  c.base_mlp_dim = to_int(s, "base_mlp_dim", 1);
+  c.base_num_decoder_layers = to_int(s, "base_num_decoder_layers", 0);
+  c.first_num_dense_layers = to_int(s, "first_num_dense_layers", 0);
+  require(c.first_num_dense_layers <= c.base_num_decoder_layers,
+          "first_num_dense_layers,base_num_decoder_layers",
+          std::to_string(c.first_num_dense_layers) + "," + std::to_string(c.base_num_decoder_layers),
+          "more dense layers than layers");
+  if (c.dataset_type == "text") {
+    require(!c.dataset_path.empty(), "dataset_type,dataset_path", "text,''",
+            "dataset_type=text needs dataset_path");
+    require(c.vocab_size == 256, "dataset_type,vocab_size", "text," + s.get("vocab_size"),
+            "text is read as bytes: vocab_size must be 256");
+  }
+  require(c.synthetic_branching <= c.vocab_size, "synthetic_branching,vocab_size",
+          s.get("synthetic_branching") + "," + s.get("vocab_size"),
+          "more successors than vocabulary entries");
+  c.learning_rate = to_real(s, "learning_rate", 0);
+  c.learning_rate_schedule_steps = to_int(s, "learning_rate_schedule_steps", -1);
+  c.warmup_steps_fraction = to_real(s, "warmup_steps_fraction", 0);
+  require(c.warmup_steps_fraction <= 1, "warmup_steps_fraction", s.get("warmup_steps_fraction"),
+          "must be in [0, 1]");
+  c.cosine_learning_rate_final_fraction = to_real(s, "cosine_learning_rate_final_fraction", 0);
+  c.opt_type = one_of(s, "opt_type", {"sgd", "adamw"});
+  c.adam_b1 = to_real(s, "adam_b1", 0);
+  c.adam_b2 = to_real(s, "adam_b2", 0);
+  require(c.adam_b1 < 1 && c.adam_b2 < 1, "adam_b1,adam_b2", s.get("adam_b1") + "," + s.get("adam_b2"),
+          "betas must be in [0, 1)");
+  c.adam_eps = to_real(s, "adam_eps", 0);
+  c.adam_weight_decay = to_real(s, "adam_weight_decay", 0);
+  c.weight_dtype = one_of(s, "weight_dtype", {"f32", "bf16"}) == "bf16" ? DType::kBF16 : DType::kF32;
+  c.routed_bias_update_rate = to_real(s, "routed_bias_update_rate", 0);
+  c.seed = static_cast<uint64_t>(to_int(s, "seed", 0));
+  c.enable_checkpointing = to_bool(s, "enable_checkpointing");
+  c.checkpoint_period = to_int(s, "checkpoint_period", 1);
+  c.profiler = one_of(s, "profiler", {"", "trace"});
+
+  moe::MoeConfig& m = c.moe;
+  m.embed_dim = c.base_emb_dim;
+  m.mlp_dim = c.base_mlp_dim;
+  m.router.num_experts = to_int(s, "num_experts", 1);
+  m.router.top_k = to_int(s, "num_experts_per_tok", 1);
+  m.router.normalize_top_k = to_bool(s, "norm_topk_prob");
+  m.router.score_function = one_of(s, "routed_score_func", {"softmax", "sigmoid"}) == "sigmoid"
+                                ? moe::ScoreFunction::kSigmoid
+                                : moe::ScoreFunction::kSoftmax;
+  m.router.selection_bias = to_bool(s, "routed_bias");
+  m.router.n_routing_groups = to_int(s, "n_routing_groups", -1);
+  m.router.topk_routing_group = to_int(s, "topk_routing_group", -1);
+  m.router.routed_scaling_factor = to_real(s, "routed_scaling_factor", 0);
+  m.router.load_balance_loss_weight = to_real(s, "load_balance_loss_weight", 0);
+  m.shared_experts = to_int(s, "shared_experts", 0);
+  m.fused_gate_up = to_bool(s, "fused_gate_up");
+  m.dtype = one_of(s, "dtype", {"f32", "bf16"}) == "bf16" ? DType::kBF16 : DType::kF32;
+  m.quantization = one_of(s, "quantization", {"", "fp8_full", "int8"});
+  m.weight_scaling = s.get("quantization_weight_scaling");
+  m.plan = build_plan(s);
+  m.use_tune_cache = to_bool(s, "gmm_autotune");
+  moe::validate(m);
+  c.resolved_yaml = s.to_yaml();
+  return c;
+}
+
+}  // namespace raggemm::train

@@ -1,0 +1,249 @@
+// The trainer's model: forward, backward, parameters.
+#include "train/model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "moe/dense.h"
+#include "raggemm/error.h"
+
+namespace raggemm::train {
+namespace {
+
+constexpr double kNormEps = 1e-6;
+
+// y = x / rms(x) * scale; keeps 1/rms per row for backward.
+template <class T>
+void rmsnorm_forward(const T* x, const T* scale, int64_t rows, int64_t dim, T* y, T* inv_rms) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * dim;
+    T sum = 0;
+    for (int64_t i = 0; i < dim; ++i) sum += xr[i] * xr[i];
+    const T inv = T(1) / std::sqrt(sum / static_cast<T>(dim) + static_cast<T>(kNormEps));
+    inv_rms[r] = inv;
+    for (int64_t i = 0; i < dim; ++i) y[r * dim + i] = xr[i] * inv * scale[i];
+  }
+}
+
+// dx += d(rmsnorm)/dx^T dy; dscale (overwritten) = sum over rows of dy * x / rms.
+template <class T>
+void rmsnorm_backward(const T* x, const T* scale, const T* inv_rms, const T* dy, int64_t rows,
+                      int64_t dim, T* dx, T* dscale) {
+  for (int64_t i = 0; i < dim; ++i) dscale[i] = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * dim;
+    const T* dyr = dy + r * dim;
+    const T inv = inv_rms[r];
+    T dot = 0;
+    for (int64_t i = 0; i < dim; ++i) {
+      dot += xr[i] * scale[i] * dyr[i];
+      dscale[i] += dyr[i] * xr[i] * inv;
+    }
+    const T coeff = dot * inv * inv * inv / static_cast<T>(dim);
+    T* dxr = dx + r * dim;
+    for (int64_t i = 0; i < dim; ++i) dxr[i] += inv * scale[i] * dyr[i] - xr[i] * coeff;
+  }
+}
+
+}  // namespace
+
+template <class T>
+struct Model<T>::Impl {
+  struct Block {
+    moe::Param<T> norm_scale;
+    std::optional<moe::DenseMlp<T>> dense;
+    std::optional<moe::MoeLayer<T>> moe;
+    std::vector<T> x_in, normed, inv_rms, ffn_out, dnormed;
+  };
+
+  Impl(const ModelConfig& config_, Profiler* profiler_)
+      : config(config_),
+        profiler(profiler_),
+        output(config_.moe, moe::dense_context(config_.moe, profiler_, config_.moe.dtype),
+               config_.moe.embed_dim, config_.vocab_size,
+               {"output/fwd", "output/dlhs", "output/drhs"}) {
+    const int64_t d = config.moe.embed_dim;
+    require(config.vocab_size >= 2, "vocab_size", config.vocab_size, "must be at least 2");
+    embed.reset("embedding", {config.vocab_size, d});
+    blocks.resize(static_cast<size_t>(config.num_layers));
+    for (int64_t l = 0; l < config.num_layers; ++l) {
+      const std::string prefix = "layers." + std::to_string(l);
+      Block& block = blocks[l];
+      block.norm_scale.reset(prefix + ".norm", {d});
+      if (l < config.dense_layers) {
+        block.dense.emplace(prefix + ".mlp", d, config.moe.mlp_dim, config.moe, profiler);
+      } else {
+        block.moe.emplace(prefix + ".moe", config.moe, profiler);
+      }
+    }
+    final_norm.reset("final_norm", {d});
+    out_proj.reset("output", {d, config.vocab_size});
+  }
+
+  LossParts run(const int32_t* inputs, const int32_t* targets, int64_t tokens, bool backward);
+
+  ModelConfig config;
+  Profiler* profiler;
+  moe::DenseMatmul<T> output;
+  moe::Param<T> embed, final_norm, out_proj;
+  std::vector<Block> blocks;
+  std::vector<T> x, final_normed, final_inv_rms, logits, dlogits, dfinal, dx;
+};
+
+template <class T>
+LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int64_t tokens,
+                              bool backward) {
+  const int64_t d = config.moe.embed_dim, v = config.vocab_size;
+  const size_t activations = static_cast<size_t>(tokens * d);
+  x.resize(activations);
+  {
+    auto scope = profile(profiler, "embed", OpKind::kGlue);
+    for (int64_t t = 0; t < tokens; ++t) {
+      require(inputs[t] >= 0 && inputs[t] < v, "inputs", inputs[t], "token outside the vocabulary");
+      std::copy_n(embed.value.data() + inputs[t] * d, d, x.data() + t * d);
+    }
+  }
+  LossParts parts;
+  for (Block& block : blocks) {
+    block.x_in = x;
+    block.normed.resize(activations);
+    block.inv_rms.resize(static_cast<size_t>(tokens));
+    block.ffn_out.resize(activations);
+    {
+      auto scope = profile(profiler, "rmsnorm", OpKind::kGlue);
+      rmsnorm_forward(x.data(), block.norm_scale.value.data(), tokens, d, block.normed.data(),
+                      block.inv_rms.data());
+    }
+    if (block.dense) {
+      block.dense->forward(block.normed.data(), tokens, block.ffn_out.data());
+    } else {
+      block.moe->forward(block.normed.data(), tokens, block.ffn_out.data());
+      parts.aux_loss += block.moe->routing().load_balance_loss;
+    }
+    auto scope = profile(profiler, "residual", OpKind::kGlue);
+    for (size_t i = 0; i < activations; ++i) x[i] += block.ffn_out[i];
+  }
+  final_normed.resize(activations);
+  final_inv_rms.resize(static_cast<size_t>(tokens));
+  {
+    auto scope = profile(profiler, "rmsnorm", OpKind::kGlue);
+    rmsnorm_forward(x.data(), final_norm.value.data(), tokens, d, final_normed.data(),
+                    final_inv_rms.data());
+  }
+  logits.resize(static_cast<size_t>(tokens * v));
+  output.forward(final_normed.data(), tokens, out_proj.value.data(), logits.data());
+  // Softmax cross-entropy; dlogits = (softmax - onehot) / tokens.
+  dlogits.resize(logits.size());
+  double loss_sum = 0;
+  {
+    auto scope = profile(profiler, "cross_entropy", OpKind::kGlue);
+#pragma omp parallel for schedule(static) reduction(+ : loss_sum)
+    for (int64_t t = 0; t < tokens; ++t) {
+      const T* z = logits.data() + t * v;
+      T peak = z[0];
+      for (int64_t i = 1; i < v; ++i) peak = std::max(peak, z[i]);
+      T total = 0;
+      for (int64_t i = 0; i < v; ++i) total += std::exp(z[i] - peak);
+      const T log_total = std::log(total) + peak;
+      loss_sum += static_cast<double>(log_total - z[targets[t]]);
+      T* dz = dlogits.data() + t * v;
+      for (int64_t i = 0; i < v; ++i) dz[i] = std::exp(z[i] - log_total) / static_cast<T>(tokens);
+      dz[targets[t]] -= T(1) / static_cast<T>(tokens);
+    }
+  }
+  parts.cross_entropy = loss_sum / static_cast<double>(tokens);
+  parts.total = parts.cross_entropy + config.moe.router.load_balance_loss_weight * parts.aux_loss;
+  if (!backward) return parts;
+
+  dfinal.resize(activations);
+  output.grad_rhs(final_normed.data(), dlogits.data(), tokens, out_proj.grad.data());
+  output.grad_lhs(dlogits.data(), tokens, out_proj.value.data(), dfinal.data());
+  dx.assign(activations, T(0));
+  {
+    auto scope = profile(profiler, "rmsnorm_bwd", OpKind::kGlue);
+    rmsnorm_backward(x.data(), final_norm.value.data(), final_inv_rms.data(), dfinal.data(),
+                     tokens, d, dx.data(), final_norm.grad.data());
+  }
+  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
+    Block& block = *it;
+    // x_out = x_in + ffn(norm(x_in)): dx passes through and gains the branch.
+    block.dnormed.assign(activations, T(0));
+    if (block.dense) {
+      block.dense->backward(dx.data(), block.dnormed.data());
+    } else {
+      block.moe->backward(dx.data(), block.dnormed.data());
+    }
+    auto scope = profile(profiler, "rmsnorm_bwd", OpKind::kGlue);
+    rmsnorm_backward(block.x_in.data(), block.norm_scale.value.data(), block.inv_rms.data(),
+                     block.dnormed.data(), tokens, d, dx.data(), block.norm_scale.grad.data());
+  }
+  {
+    auto scope = profile(profiler, "embed_bwd", OpKind::kGlue);
+    std::fill(embed.grad.begin(), embed.grad.end(), T(0));
+    for (int64_t t = 0; t < tokens; ++t) {
+      T* row = embed.grad.data() + inputs[t] * d;
+      const T* g = dx.data() + t * d;
+      for (int64_t i = 0; i < d; ++i) row[i] += g[i];
+    }
+  }
+  return parts;
+}
+
+template <class T>
+Model<T>::Model(const ModelConfig& config, Profiler* profiler)
+    : impl_(std::make_unique<Impl>(config, profiler)) {}
+template <class T>
+Model<T>::~Model() = default;
+
+template <class T>
+void Model<T>::init(uint64_t seed) {
+  Impl& m = *impl_;
+  moe::init_normal(m.embed, seed, 1.0);
+  for (auto& block : m.blocks) {
+    std::fill(block.norm_scale.value.begin(), block.norm_scale.value.end(), T(1));
+    if (block.dense) block.dense->init(seed);
+    if (block.moe) block.moe->init(seed);
+  }
+  std::fill(m.final_norm.value.begin(), m.final_norm.value.end(), T(1));
+  moe::init_normal(m.out_proj, seed, 1.0 / std::sqrt(static_cast<double>(m.config.moe.embed_dim)));
+}
+
+template <class T>
+LossParts Model<T>::loss(const int32_t* inputs, const int32_t* targets, int64_t tokens) {
+  return impl_->run(inputs, targets, tokens, false);
+}
+
+template <class T>
+LossParts Model<T>::loss_and_grad(const int32_t* inputs, const int32_t* targets, int64_t tokens) {
+  return impl_->run(inputs, targets, tokens, true);
+}
+
+template <class T>
+std::vector<moe::Param<T>*> Model<T>::params() {
+  Impl& m = *impl_;
+  std::vector<moe::Param<T>*> out = {&m.embed};
+  for (auto& block : m.blocks) {
+    out.push_back(&block.norm_scale);
+    auto inner = block.dense ? block.dense->params() : block.moe->params();
+    out.insert(out.end(), inner.begin(), inner.end());
+  }
+  out.push_back(&m.final_norm);
+  out.push_back(&m.out_proj);
+  return out;
+}
+
+template <class T>
+std::vector<moe::MoeLayer<T>*> Model<T>::moe_layers() {
+  std::vector<moe::MoeLayer<T>*> out;
+  for (auto& block : impl_->blocks) {
+    if (block.moe) out.push_back(&*block.moe);
+  }
+  return out;
+}
+
+template class Model<float>;
+template class Model<double>;
+
+}  // namespace raggemm::train

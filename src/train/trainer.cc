@@ -1,0 +1,268 @@
+// The training loop: data, forward/backward, optimizer, per-step metrics,
+// checkpoints, resume, trace.
+#include <chrono>
+#include <cmath>
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <sstream>
+
+#include "moe/plans.h"
+#include "raggemm/error.h"
+#include "raggemm/npy.h"
+#include "raggemm/profiler.h"
+#include "raggemm/train.h"
+#include "train/checkpoint.h"
+#include "train/data.h"
+#include "train/model.h"
+#include "train/optimizer.h"
+
+namespace raggemm::train {
+namespace {
+
+std::string format(const char* pattern, double a) {
+  char text[64];
+  std::snprintf(text, sizeof(text), pattern, a);
+  return text;
+}
+
+nlohmann::json to_json(const StepMetrics& m) {
+  return {{"step", m.step},
+          {"loss", m.loss},
+          {"aux_loss", m.aux_loss},
+          {"learning_rate", m.learning_rate},
+          {"step_time_s", m.step_time_s},
+          {"tokens_per_s", m.tokens_per_s},
+          {"gmm_gflops", m.gmm_gflops},
+          {"gmm_time_share", m.gmm_time_share},
+          {"expert_gmm_gflops", m.expert_gmm_gflops},
+          {"expert_gmm_time_share", m.expert_gmm_time_share},
+          {"dense_gmm_time_share", m.dense_gmm_time_share},
+          {"glue_time_share", m.glue_time_share},
+          {"optimizer_time_share", m.optimizer_time_share},
+          {"data_time_share", m.data_time_share},
+          {"max_expert_load", m.max_expert_load}};
+}
+
+std::string log_line(const StepMetrics& m, int64_t steps, double floor) {
+  char text[512];
+  std::snprintf(text, sizeof(text),
+                "step %5lld/%lld  loss %.4f (floor %.4f)  aux %.4f  lr %.2e | %.3f s  %7.0f tok/s"
+                " | gmm %6.1f GFLOP/s, %4.1f%% of step (experts %4.1f%%, dense %4.1f%%, glue %4.1f%%,"
+                " optimizer %4.1f%%)",
+                static_cast<long long>(m.step), static_cast<long long>(steps), m.loss, floor,
+                m.aux_loss, m.learning_rate, m.step_time_s, m.tokens_per_s, m.gmm_gflops,
+                100 * m.gmm_time_share, 100 * m.expert_gmm_time_share,
+                100 * m.dense_gmm_time_share, 100 * m.glue_time_share,
+                100 * m.optimizer_time_share);
+  return text;
+}
+
+// Rewrites metrics.jsonl keeping only steps <= last_step (a resumed run
+// continues the log where its checkpoint left it).
+void truncate_metrics(const std::string& path, int64_t last_step) {
+  std::string kept;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    try {
+      if (nlohmann::json::parse(line).at("step").get<int64_t>() <= last_step) kept += line + "\n";
+    } catch (const nlohmann::json::exception&) {
+      // A line cut by a kill: dropped.
+    }
+  }
+  write_file_atomic(path, kept.data(), kept.size());
+}
+
+void describe_plans(const TrainConfig& config, std::ostream& log) {
+  const int64_t rows = config.tokens_per_step() * config.moe.router.top_k;
+  const int64_t f = config.moe.fused_gate_up ? 2 * config.moe.mlp_dim : config.moe.mlp_dim;
+  for (Weight weight : kAllWeights) {
+    const moe::PassConfigs passes = moe::resolve_expert_passes(
+        config.moe, weight,
+        {rows, config.moe.embed_dim, weight == Weight::kWi ? f : config.moe.mlp_dim});
+    for (Pass pass : kAllPasses) {
+      const ResolvedPassConfig& p = passes[static_cast<size_t>(pass)];
+      log << "  plan " << weight_name(weight) << " " << pass_name(pass) << ": " << kernel_name(p.kernel)
+          << " tiles (m,k,n)=(" << p.tiles.m << "," << p.tiles.k << "," << p.tiles.n << ") from ("
+          << source_name(p.source.m) << "," << source_name(p.source.k) << ","
+          << source_name(p.source.n) << "), kernel from " << source_name(p.source.kernel)
+          << (p.quantization.empty() ? "" : ", quantization " + p.quantization) << "\n";
+    }
+  }
+}
+
+}  // namespace
+
+TrainResult run_training(const TrainConfig& config, std::ostream& log) {
+  namespace fs = std::filesystem;
+  TrainResult result;
+  result.run_dir = config.run_dir();
+  fs::create_directories(result.run_dir);
+  const std::string config_path = (fs::path(result.run_dir) / "config.yml").string();
+  write_file_atomic(config_path, config.resolved_yaml.data(), config.resolved_yaml.size());
+
+  std::unique_ptr<Dataset> data =
+      config.dataset_type == "text"
+          ? make_text_dataset(config.dataset_path, config.per_device_batch_size,
+                              config.max_target_length, config.seed)
+          : make_synthetic_dataset(config.vocab_size, config.synthetic_branching,
+                                   config.per_device_batch_size, config.max_target_length,
+                                   config.seed);
+  result.loss_floor = data->loss_floor();
+
+  Profiler profiler(config.profiler == "trace");
+  ModelConfig model_config;
+  model_config.vocab_size = config.vocab_size;
+  model_config.num_layers = config.base_num_decoder_layers;
+  model_config.dense_layers = config.first_num_dense_layers;
+  model_config.moe = config.moe;
+  Model<float> model(model_config, &profiler);
+  model.init(config.seed);
+  Optimizer optimizer(config, model.params());
+
+  int64_t parameter_count = 0;
+  for (auto* p : model.params()) parameter_count += p->size();
+  log << "run " << result.run_dir << ": " << data->describe() << "\n"
+      << "model: " << config.base_num_decoder_layers << " layers (" << config.first_num_dense_layers
+      << " dense), embed " << config.base_emb_dim << ", mlp " << config.base_mlp_dim << ", "
+      << config.moe.router.num_experts << " experts top-" << config.moe.router.top_k << ", "
+      << config.moe.shared_experts << " shared; " << parameter_count << " parameters; "
+      << config.tokens_per_step() << " tokens/step; dtype " << dtype_name(config.moe.dtype)
+      << ", weights " << dtype_name(config.weight_dtype)
+      << (config.moe.quantization.empty() ? "" : ", quantization " + config.moe.quantization)
+      << "\n";
+  if (config.moe.router.num_experts > 0 && config.base_num_decoder_layers > config.first_num_dense_layers) {
+    describe_plans(config, log);
+  }
+  log << "loss floor (entropy rate of the data): " << format("%.4f", result.loss_floor)
+      << " nats/token\n";
+
+  // Resume.
+  int64_t start = 0;
+  const std::string metrics_path = (fs::path(result.run_dir) / "metrics.jsonl").string();
+  if (config.enable_checkpointing) {
+    if (auto latest = latest_checkpoint(result.run_dir)) {
+      CheckpointData saved = load_checkpoint(*latest);
+      auto load_into = [&](const std::string& name, std::vector<float>& target) {
+        auto it = saved.blobs.find(name);
+        require(it != saved.blobs.end() && it->second.size() == target.size(), "checkpoint",
+                *latest, "does not match the model: blob '" + name + "' missing or resized");
+        target = it->second;
+      };
+      for (auto* p : model.params()) load_into("param/" + p->name, p->value);
+      for (auto& [name, blob] : optimizer.state()) load_into(name, *blob);
+      optimizer.update_count() = saved.updates;
+      optimizer.sync_weights();
+      start = saved.step;
+      result.resumed_from_step = start;
+      log << "resumed from " << *latest << " (step " << start << ")\n";
+    }
+  }
+  if (start > 0) {
+    truncate_metrics(metrics_path, start);
+  } else {
+    write_file_atomic(metrics_path, "", 0);
+  }
+  std::ofstream metrics(metrics_path, std::ios::app);
+
+  const int64_t tokens = config.tokens_per_step();
+  for (int64_t step = start + 1; step <= config.steps; ++step) {
+    const auto begin = std::chrono::steady_clock::now();
+    Batch batch;
+    {
+      auto scope = profile(&profiler, "data", OpKind::kData);
+      batch = data->batch(step - 1);
+    }
+    LossParts parts;
+    {
+      auto span = profile(&profiler, "forward_backward", OpKind::kSpan);
+      parts = model.loss_and_grad(batch.inputs.data(), batch.targets.data(), tokens);
+    }
+    require(std::isfinite(parts.total), "loss", parts.total,
+            "diverged at step " + std::to_string(step) + " (lower learning_rate?)");
+    const double lr = Optimizer::learning_rate(config, step);
+    {
+      auto scope = profile(&profiler, "optimizer", OpKind::kOptimizer);
+      optimizer.step(lr);
+      for (auto* layer : model.moe_layers()) layer->update_selection_bias(config.routed_bias_update_rate);
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    const Profiler::Totals totals = profiler.take_totals();
+
+    StepMetrics m;
+    m.step = step;
+    m.loss = parts.cross_entropy;
+    m.aux_loss = parts.aux_loss;
+    m.learning_rate = lr;
+    m.step_time_s = seconds;
+    m.tokens_per_s = static_cast<double>(tokens) / seconds;
+    const double expert_s = totals.seconds_of(OpKind::kExpertGmm);
+    const double dense_s = totals.seconds_of(OpKind::kDenseGmm);
+    const double gmm_s = expert_s + dense_s;
+    m.gmm_gflops = gmm_s > 0 ? (totals.expert_gmm_flops + totals.dense_gmm_flops) / gmm_s / 1e9 : 0;
+    m.expert_gmm_gflops = expert_s > 0 ? totals.expert_gmm_flops / expert_s / 1e9 : 0;
+    m.gmm_time_share = gmm_s / seconds;
+    m.expert_gmm_time_share = expert_s / seconds;
+    m.dense_gmm_time_share = dense_s / seconds;
+    m.glue_time_share = totals.seconds_of(OpKind::kGlue) / seconds;
+    m.optimizer_time_share = totals.seconds_of(OpKind::kOptimizer) / seconds;
+    m.data_time_share = totals.seconds_of(OpKind::kData) / seconds;
+    if (!model.moe_layers().empty()) {
+      for (int32_t size : model.moe_layers()[0]->routing().group_sizes) {
+        m.max_expert_load = std::max<int64_t>(m.max_expert_load, size);
+      }
+    }
+    log << log_line(m, config.steps, result.loss_floor) << std::endl;
+    metrics << to_json(m).dump() << "\n";
+    metrics.flush();
+    result.steps.push_back(m);
+
+    if (config.enable_checkpointing && (step % config.checkpoint_period == 0 || step == config.steps)) {
+      auto scope = profile(&profiler, "checkpoint", OpKind::kSpan);
+      CheckpointData saved;
+      saved.step = step;
+      saved.updates = optimizer.update_count();
+      for (auto* p : model.params()) saved.blobs["param/" + p->name] = p->value;
+      for (auto& [name, blob] : optimizer.state()) saved.blobs[name] = *blob;
+      const std::string path = checkpoint_path(result.run_dir, step);
+      save_checkpoint(path, saved);
+      profiler.take_totals();  // checkpoint time belongs to no step
+    }
+  }
+
+  if (profiler.recording()) {
+    const std::string trace = (fs::path(result.run_dir) / "trace.json").string();
+    profiler.write_trace(trace);
+    log << "trace: " << trace << " (" << profiler.event_count() << " events)\n";
+  }
+  if (!result.steps.empty()) {
+    double time = 0, share = 0, expert_share = 0, glue = 0, gflops = 0;
+    // Step 1 pays one-time allocations; the summary averages the rest.
+    const size_t first = result.steps.size() > 1 ? 1 : 0;
+    for (size_t i = first; i < result.steps.size(); ++i) {
+      time += result.steps[i].step_time_s;
+      share += result.steps[i].gmm_time_share;
+      expert_share += result.steps[i].expert_gmm_time_share;
+      glue += result.steps[i].glue_time_share;
+      gflops += result.steps[i].gmm_gflops;
+    }
+    const double n = static_cast<double>(result.steps.size() - first);
+    const StepMetrics& last = result.steps.back();
+    log << "done: step " << last.step << ", loss " << format("%.4f", last.loss) << " (floor "
+        << format("%.4f", result.loss_floor) << ", gap " << format("%.4f", last.loss - result.loss_floor)
+        << "); mean step " << format("%.3f", time / n) << " s, "
+        << format("%.0f", static_cast<double>(tokens) * n / time) << " tok/s, GMM "
+        << format("%.1f", gflops / n) << " GFLOP/s, GMM share " << format("%.1f", 100 * share / n)
+        << "% (experts " << format("%.1f", 100 * expert_share / n) << "%, glue "
+        << format("%.1f", 100 * glue / n) << "%)\n";
+  }
+  return result;
+}
+
+}  // namespace raggemm::train
