@@ -21,36 +21,45 @@ def _optional_ml_dtypes():
     except ImportError:  # bf16 / fp8 arrays cannot exist without it anyway
         return {}
     return {
-        np.dtype(ml_dtypes.bfloat16): ("bf16", np.uint16),
-        np.dtype(ml_dtypes.float8_e4m3fn): ("fp8_e4m3", np.uint8),
-        np.dtype(ml_dtypes.float8_e5m2): ("fp8_e5m2", np.uint8),
+        ml_dtypes.bfloat16: ("bf16", np.uint16),
+        ml_dtypes.float8_e4m3fn: ("fp8_e4m3", np.uint8),
+        ml_dtypes.float8_e5m2: ("fp8_e5m2", np.uint8),
     }
 
 
-# numpy dtype -> (raggemm dtype name, dtype of the raw-bit view or None).
-OPERAND_DTYPES = {
-    np.dtype(np.float32): ("f32", None),
-    np.dtype(np.float16): ("f16", None),
-    np.dtype(np.int8): ("i8", None),
+class DtypeTable:
+    """numpy dtype -> (raggemm dtype name, dtype of the raw-bit view or None).
+
+    Looked up by dtype.num: an int lookup costs a fraction of hashing and
+    comparing np.dtype objects, and it runs three times per gmm call."""
+
+    def __init__(self, entries):
+        self.names = ", ".join(dict.fromkeys(str(np.dtype(d)) for d in entries))
+        self.by_num = {np.dtype(d).num: entry for d, entry in entries.items()}
+
+
+OPERAND_DTYPES = DtypeTable({
+    np.float32: ("f32", None),
+    np.float16: ("f16", None),
+    np.int8: ("i8", None),
     **_optional_ml_dtypes(),
-}
-GROUP_SIZE_DTYPES = {
-    np.dtype(np.int32): ("i32", None),
-    np.dtype(np.int64): ("i64", None),
-}
-F32_ONLY = {np.dtype(np.float32): ("f32", None)}
+})
+GROUP_SIZE_DTYPES = DtypeTable({
+    np.int32: ("i32", None),
+    np.int64: ("i64", None),
+    np.longlong: ("i64", None),  # another type number for int64 on some platforms
+})
+F32_ONLY = DtypeTable({np.float32: ("f32", None)})
 
 
-def _names(table):
-    return ", ".join(str(dtype) for dtype in table)
-
-
-def to_raw(value, argument: str, table=OPERAND_DTYPES):
+def to_raw(value, argument: str, table: DtypeTable = OPERAND_DTYPES):
     """Returns (array or raw-bit view, dtype name); never copies an ndarray."""
     array = value if isinstance(value, np.ndarray) else np.asarray(value)
-    entry = table.get(array.dtype)
-    if entry is None:
-        raise Error(f"{argument}={array.dtype}: unsupported dtype; expected one of {_names(table)}")
+    dtype = array.dtype
+    entry = table.by_num.get(dtype.num)
+    if entry is None or not dtype.isnative:
+        raise Error(f"{argument}={dtype.str if entry else dtype}: unsupported dtype; "
+                    f"expected one of {table.names} (native byte order)")
     name, bits = entry
     return (array if bits is None else array.view(bits)), name
 

@@ -55,7 +55,7 @@ def quantize(x, type="fp8_e4m3", granularity="per_tensor", *, static_range=None)
 def _type_of(values, type_name):
     if type_name is not None:
         return type_name
-    name = OPERAND_DTYPES.get(values.dtype, (None,))[0]
+    name = OPERAND_DTYPES.by_num.get(values.dtype.num, (None,))[0]
     inferred = {"fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "i8": "int8"}.get(name)
     if inferred is None:
         raise Error(f"values={values.dtype}: cannot infer the quantization type; pass type=")

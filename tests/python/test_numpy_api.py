@@ -247,6 +247,7 @@ def bad_gmm_cases():
     return {
         "lhs float64": (dict(lhs=lhs.astype(np.float64)), "lhs"),
         "lhs int32": (dict(lhs=lhs.astype(np.int32)), "lhs"),
+        "lhs big-endian": (dict(lhs=lhs.astype(">f4")), "lhs"),
         "lhs transposed view": (dict(lhs=np.ascontiguousarray(lhs.T).T), "lhs"),
         "lhs strided rows": (dict(lhs=np.zeros((2 * M, K), np.float32)[::2]), "lhs"),
         "lhs rank 3": (dict(lhs=lhs[None]), "lhs"),
