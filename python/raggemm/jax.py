@@ -72,7 +72,14 @@ def _ragged_dot_bwd(plan, out_dtype, residuals, dout):
 _ragged_dot.defvjp(_ragged_dot_fwd, _ragged_dot_bwd)
 
 
+_FLOAT_DTYPES = (jnp.float32, jnp.bfloat16, jnp.float16)
+
+
 def _check(lhs, rhs, group_sizes):
+    for name, array in (("lhs", lhs), ("rhs", rhs)):
+        if array.dtype not in _FLOAT_DTYPES:
+            raise Error(f"{name}={array.dtype}: unsupported dtype; expected float32, bfloat16 "
+                        "or float16")
     if lhs.ndim != 2:
         raise Error(f"lhs={list(lhs.shape)}: expected [M, K]")
     if rhs.ndim != 3:

@@ -162,6 +162,8 @@ def test_handlers_are_reentrant():
     ((np.zeros((4, 3), np.float32), np.zeros((2, 4, 5), np.float32), np.zeros(2, np.int32)), "rhs"),
     ((np.zeros((4, 3), np.float32), np.zeros((2, 3, 5), np.float32), np.zeros(3, np.int32)), "group_sizes"),
     ((np.zeros((4, 3), np.float32), np.zeros((2, 3, 5), np.float32), np.zeros(2, np.float32)), "group_sizes"),
+    ((np.zeros((4, 3), np.int32), np.zeros((2, 3, 5), np.float32), np.zeros(2, np.int32)), "lhs"),
+    ((np.zeros((4, 3), np.float32), np.zeros((2, 3, 5), np.int8), np.zeros(2, np.int32)), "rhs"),
 ])
 def test_bad_shapes_raise_value_error_at_trace_time(args, argument):
     with pytest.raises(ValueError, match=argument):
