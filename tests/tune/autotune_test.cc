@@ -1,0 +1,153 @@
+// The autotuner on small problems: the winner always passed the equivalence
+// check, a candidate that fails it is never picked, the candidate grid is
+// aligned; and the sampled reference itself catches wrong outputs.
+#include "tune/autotune.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "raggemm/error.h"
+#include "raggemm/gmm.h"
+#include "tune/equivalence.h"
+#include "tune/heuristic.h"
+
+namespace raggemm::tune {
+namespace {
+
+GmmShape small_shape(Pass pass, std::vector<int32_t> sizes = {}) {
+  GmmShape shape;
+  shape.pass = pass;
+  shape.m = 200;
+  shape.k = 72;
+  shape.n = 96;
+  shape.groups = 5;
+  shape.group_sizes = std::move(sizes);
+  return shape;
+}
+
+TuneOptions quick() {
+  TuneOptions options;
+  options.budget_s = 0.3;  // bounds the search; never asserted on
+  options.threads = 2;
+  return options;
+}
+
+bool listed(const TuneEntry& entry, const TuneCandidate& candidate, bool* passed) {
+  for (const CandidateTiming& timing : entry.timings) {
+    if (timing.candidate == candidate) {
+      *passed = timing.passed_check;
+      return true;
+    }
+  }
+  return false;
+}
+
+TEST(Autotune, WinnerPassedTheCheckOnEveryPass) {
+  for (Pass pass : kAllPasses) {
+    for (std::vector<int32_t> sizes : {std::vector<int32_t>{}, std::vector<int32_t>{0, 150, 3, 0, 40}}) {
+      SCOPED_TRACE(std::string(pass_name(pass)) + (sizes.empty() ? " balanced" : " skewed"));
+      const TuneResult result = tune_problem(small_shape(pass, sizes), quick());
+      EXPECT_GE(result.candidates_timed, 1);
+      bool passed = false;
+      ASSERT_TRUE(listed(result.entry, result.entry.winner, &passed));
+      EXPECT_TRUE(passed);
+      const Tiles& t = result.entry.winner.tiles;
+      EXPECT_GT(t.m, 0);
+      EXPECT_GT(t.k, 0);
+      EXPECT_GT(t.n, 0);
+      EXPECT_GE(result.entry.winner.input_buffer_count, 1);
+      EXPECT_LE(result.entry.winner.input_buffer_count, 4);
+      EXPECT_GT(result.entry.heuristic_seconds, 0);
+      EXPECT_LE(result.winner_seconds, result.entry.heuristic_seconds);
+    }
+  }
+}
+
+TEST(Autotune, NeverPicksACandidateThatFailsTheCheck) {
+  const GmmShape shape = small_shape(Pass::kForward, {10, 0, 90, 60, 40});
+  const ResolvedPassConfig heuristic = heuristic_config(shape);
+  const TuneCandidate broken{heuristic.tiles, heuristic.kernel, heuristic.input_buffer_count};
+  TuneOptions options = quick();
+  options.budget_s = 1.0;
+  // The heuristic's config (the baseline, measured first) produces a wrong output.
+  options.sabotage = [&](const TuneCandidate& c) { return c == broken; };
+  const TuneResult result = tune_problem(shape, options);
+  EXPECT_NE(result.entry.winner, broken);
+  bool passed = true;
+  ASSERT_TRUE(listed(result.entry, broken, &passed));
+  EXPECT_FALSE(passed);
+
+  options.sabotage = [](const TuneCandidate&) { return true; };
+  EXPECT_THROW(tune_problem(shape, options), Error);
+}
+
+TEST(Autotune, RejectsWhatItCannotTune) {
+  GmmShape quantized = small_shape(Pass::kForward);
+  quantized.quantization = "fp8_full";
+  EXPECT_THROW(tune_problem(quantized, quick()), Error);
+  GmmShape int8 = small_shape(Pass::kForward);
+  int8.lhs_dtype = int8.rhs_dtype = DType::kI8;
+  EXPECT_THROW(tune_problem(int8, quick()), Error);
+}
+
+TEST(Autotune, AxisCandidatesAreAlignedAndNearTheCenter) {
+  const std::vector<int64_t> n_values = axis_candidates(1024, 32, 256, {}, 4.0, 5);
+  EXPECT_LE(n_values.size(), 5u);
+  EXPECT_NE(std::find(n_values.begin(), n_values.end(), 256), n_values.end());
+  for (int64_t v : n_values) {
+    EXPECT_EQ(v % 32, 0) << v;
+    EXPECT_GE(v, 64);
+    EXPECT_LE(v, 1024);
+  }
+  // Powers of two rounded up to the register tile, divisors of the extent.
+  const std::vector<int64_t> m_values = axis_candidates(1200, 12, 120, {}, 4.0, 20);
+  for (int64_t v : m_values) EXPECT_EQ(v % 12, 0) << v;
+  EXPECT_NE(std::find(m_values.begin(), m_values.end(), 132), m_values.end());  // 128 rounded up
+  EXPECT_NE(std::find(m_values.begin(), m_values.end(), 60), m_values.end());   // divides 1200
+  // Extras (e.g. the mean group size) join the pool unaligned.
+  const std::vector<int64_t> with_extra = axis_candidates(4096, 12, 132, {128}, 4.0, 3);
+  EXPECT_NE(std::find(with_extra.begin(), with_extra.end(), 128), with_extra.end());
+}
+
+TEST(Equivalence, SampledReferenceAcceptsTheOpAndCatchesCorruption) {
+  for (Pass pass : kAllPasses) {
+    SCOPED_TRACE(pass_name(pass));
+    const std::vector<int32_t> sizes = {7, 0, 30, 2};  // sum 39 < m = 48, one empty group
+    GmmShape shape;
+    shape.pass = pass;
+    shape.m = 48;
+    shape.k = 20;
+    shape.n = 24;
+    shape.groups = 4;
+    std::vector<float> lhs(static_cast<size_t>(shape.m * shape.k));
+    const bool tgmm = pass == Pass::kGradRhs;
+    std::vector<float> rhs(static_cast<size_t>(tgmm ? shape.m * shape.n : shape.groups * shape.k * shape.n));
+    for (size_t i = 0; i < lhs.size(); ++i) lhs[i] = static_cast<float>((i * 37 % 101) / 50.0 - 1.0);
+    for (size_t i = 0; i < rhs.size(); ++i) rhs[i] = static_cast<float>((i * 53 % 97) / 48.0 - 1.0);
+    Tensor group_sizes(DType::kI32, {4});
+    std::copy(sizes.begin(), sizes.end(), group_sizes.as<int32_t>());
+    const TensorView lhs_view(DType::kF32, {shape.m, shape.k}, lhs.data());
+    Tensor out;
+    if (tgmm) {
+      out = raggemm::tgmm(lhs_view, TensorView(DType::kF32, {shape.m, shape.n}, rhs.data()), group_sizes);
+    } else {
+      GmmOptions options;
+      options.transpose_rhs = pass == Pass::kGradLhs;
+      const Shape rhs_shape = options.transpose_rhs ? Shape{4, shape.n, shape.k} : Shape{4, shape.k, shape.n};
+      out = raggemm::gmm(lhs_view, TensorView(DType::kF32, rhs_shape, rhs.data()), group_sizes, options);
+    }
+    const SampledReference reference = sample_reference(shape, sizes, lhs.data(), rhs.data(), 1000);
+    EXPECT_TRUE(matches_reference(reference, out.as<float>()));
+    // Every sampled element is checked: corrupting any sampled row fails.
+    for (int64_t offset : {reference.row_offsets.front(), reference.row_offsets.back()}) {
+      Tensor corrupt(DType::kF32, out.shape());
+      std::copy(out.as<float>(), out.as<float>() + out.numel(), corrupt.as<float>());
+      corrupt.as<float>()[offset + shape.n - 1] += 0.01f;
+      EXPECT_FALSE(matches_reference(reference, corrupt.as<float>()));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace raggemm::tune
