@@ -95,8 +95,10 @@ def bench_overhead():
         return statistics.median(batches) * 1e6, min(batches) * 1e6
 
     api = per_call(lambda: raggemm.gmm(lhs, rhs, sizes))
-    bare = per_call(lambda: _raggemm.gmm(lhs, "f32", rhs, "f32", sizes, "i32", False, None, "v1",
-                                         1, 0, 0, -1, False, None, None, None, None, "channel", 0))
+    out = np.empty((8, 8), np.float32)
+    bare = per_call(lambda: _raggemm.gmm(lhs, "f32", rhs, "f32", sizes, "i32", out, False, None,
+                                         "v1", 1, 0, 0, -1, False, None, None, None, None,
+                                         "channel", 0))
     one_thread = per_call(lambda: raggemm.gmm(lhs, rhs, sizes, threads=1))
     print("numpy API call, M=8 K=N=8 G=2, us/call as median (best batch): "
           f"raggemm.gmm {api[0]:.2f} ({api[1]:.2f}); threads=1 {one_thread[0]:.2f} "

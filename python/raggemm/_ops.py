@@ -3,8 +3,32 @@ transpose_rhs) and tgmm (grad wrt rhs). Semantics: DESIGN.md section 1."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from . import _raggemm
-from ._arrays import GROUP_SIZE_DTYPES, optional_f32, tile_tuple, to_raw
+from ._arrays import GROUP_SIZE_DTYPES, Error, optional_f32, tile_tuple, to_raw
+
+
+def _require_rank(array, rank, argument):
+    if array.ndim != rank:
+        raise Error(f"{argument}={list(array.shape)}: expected a rank-{rank} array")
+
+
+# The output is allocated here with np.empty (the op writes every element):
+# a tenth of the cost of exporting a new array from the extension.
+def _gmm_out(lhs, rhs, transpose_rhs, swiglu):
+    _require_rank(lhs, 2, "lhs")
+    _require_rank(rhs, 3, "rhs")
+    cols = rhs.shape[1] if transpose_rhs else rhs.shape[2]
+    return np.empty((lhs.shape[0], cols // 2 if swiglu else cols), np.float32)
+
+
+def _tgmm_out(lhs, dout, group_sizes, local_groups):
+    _require_rank(lhs, 2, "lhs")
+    _require_rank(dout, 2, "dout")
+    _require_rank(group_sizes, 1, "group_sizes")
+    groups = local_groups if local_groups >= 0 else group_sizes.shape[0]
+    return np.empty((groups, lhs.shape[1], dout.shape[1]), np.float32)
 
 
 def gmm(lhs, rhs, group_sizes, *, transpose_rhs=False, tiles=None, kernel="v1", buffers=1,
@@ -33,11 +57,13 @@ def gmm(lhs, rhs, group_sizes, *, transpose_rhs=False, tiles=None, kernel="v1", 
     lhs, lhs_dtype = to_raw(lhs, "lhs")
     rhs, rhs_dtype = to_raw(rhs, "rhs")
     group_sizes, sizes_dtype = to_raw(group_sizes, "group_sizes", GROUP_SIZE_DTYPES)
-    return _raggemm.gmm(lhs, lhs_dtype, rhs, rhs_dtype, group_sizes, sizes_dtype,
-                        bool(transpose_rhs), tile_tuple(tiles), kernel, buffers, threads,
-                        group_offset, local_groups, bool(swiglu),
-                        optional_f32(col_scale, "col_scale"), optional_f32(col_bias, "col_bias"),
-                        optional_f32(row_scale, "row_scale"), quant, rhs_scales, lhs_k_block)
+    out = None if quant is not None else _gmm_out(lhs, rhs, transpose_rhs, swiglu)
+    result = _raggemm.gmm(lhs, lhs_dtype, rhs, rhs_dtype, group_sizes, sizes_dtype, out,
+                          bool(transpose_rhs), tile_tuple(tiles), kernel, buffers, threads,
+                          group_offset, local_groups, bool(swiglu),
+                          optional_f32(col_scale, "col_scale"),
+                          optional_f32(col_bias, "col_bias"), optional_f32(row_scale, "row_scale"), quant, rhs_scales, lhs_k_block)
+    return out if result is None else result
 
 
 def tgmm(lhs, dout, group_sizes, *, tiles=None, kernel="v1", buffers=1, threads=0,
@@ -46,13 +72,15 @@ def tgmm(lhs, dout, group_sizes, *, tiles=None, kernel="v1", buffers=1, threads=
 
     lhs ``[M, K]``, dout ``[M, N]``, group_sizes ``[G]``. Returns a new float32
     ``[G_local, K, N]`` array (G_local = local_groups, or G when local_groups is
-    -1, which needs group_offset 0); empty groups give zero slices. For tgmm the tiles
-    ``(m, k, n)`` tile the ``[K, N]`` output by (m, n) and the tokens by k.
+    -1, which needs group_offset 0); empty groups give zero slices. For tgmm the
+    tiles ``(m, k, n)`` tile the ``[K, N]`` output by (m, n) and the tokens by k.
     quant: None, "fp8" (lhs e4m3 per row, dout e5m2 per column) or "int8".
     """
     lhs, lhs_dtype = to_raw(lhs, "lhs")
     dout, dout_dtype = to_raw(dout, "dout")
     group_sizes, sizes_dtype = to_raw(group_sizes, "group_sizes", GROUP_SIZE_DTYPES)
-    return _raggemm.tgmm(lhs, lhs_dtype, dout, dout_dtype, group_sizes, sizes_dtype,
-                         tile_tuple(tiles), kernel, buffers, threads, group_offset, local_groups,
-                         quant, "channel")
+    out = None if quant is not None else _tgmm_out(lhs, dout, group_sizes, local_groups)
+    result = _raggemm.tgmm(lhs, lhs_dtype, dout, dout_dtype, group_sizes, sizes_dtype, out,
+                           tile_tuple(tiles), kernel, buffers, threads, group_offset,
+                           local_groups, quant, "channel")
+    return out if result is None else result

@@ -1,6 +1,5 @@
 #include "python/ndarray_view.h"
 
-#include <cstdlib>
 #include <string>
 
 #include "raggemm/error.h"
@@ -45,7 +44,8 @@ std::string describe(nb::dlpack::dtype dtype) {
   return kind + std::to_string(dtype.bits);
 }
 
-std::string shape_of(const InputArray& array) {
+template <class Array>
+std::string shape_of(const Array& array) {
   Shape shape;
   for (size_t i = 0; i < array.ndim(); ++i) shape.push_back(static_cast<int64_t>(array.shape(i)));
   return shape_string(shape);
@@ -53,7 +53,8 @@ std::string shape_of(const InputArray& array) {
 
 // numpy's rule: strides of dims of size 1 do not matter, nor any stride of
 // an empty array.
-bool is_c_contiguous(const InputArray& array) {
+template <class Array>
+bool is_c_contiguous(const Array& array) {
   for (size_t i = 0; i < array.ndim(); ++i) {
     if (array.shape(i) == 0) return true;
   }
@@ -69,10 +70,13 @@ bool is_c_contiguous(const InputArray& array) {
 }  // namespace
 
 TensorView view_of(const InputArray& array, DType dtype, const char* argument) {
-  require(holds(dtype, array.dtype()), argument, describe(array.dtype()),
-          std::string("expected an array of ") + dtype_name(dtype));
-  require(is_c_contiguous(array), argument, shape_of(array),
-          "array must be C-contiguous (use numpy.ascontiguousarray)");
+  // Messages are built only on failure: this runs several times per call.
+  if (!holds(dtype, array.dtype())) {
+    fail(argument, describe(array.dtype()), std::string("expected an array of ") + dtype_name(dtype));
+  }
+  if (!is_c_contiguous(array)) {
+    fail(argument, shape_of(array), "array must be C-contiguous (use numpy.ascontiguousarray)");
+  }
   Shape shape(array.ndim());
   for (size_t i = 0; i < array.ndim(); ++i) shape[i] = static_cast<int64_t>(array.shape(i));
   const void* data = array.data();
@@ -83,17 +87,14 @@ TensorView view_of(const InputArray& array, DType dtype, const char* argument) {
   return TensorView(dtype, std::move(shape), data);
 }
 
-OutputArray new_f32_array(const Shape& shape, const char* argument) {
-  const int64_t numel = checked_numel(shape, argument);
-  const size_t bytes = (static_cast<size_t>(numel) * sizeof(float) + 63) / 64 * 64;
-  void* data = std::aligned_alloc(64, bytes == 0 ? 64 : bytes);
-  if (data == nullptr) throw std::bad_alloc();
-  nb::capsule owner(data, [](void* p) noexcept { std::free(p); });
-  std::vector<size_t> dims(shape.begin(), shape.end());
-  OutputArray out{nb::ndarray<nb::numpy>(data, dims.size(), dims.data(), owner, nullptr,
-                                          nb::dtype<float>()),
-                  TensorView(DType::kF32, shape, data)};
-  return out;
+TensorView view_of_output(const OutputArray& array, const char* argument) {
+  if (!holds(DType::kF32, array.dtype())) {
+    fail(argument, describe(array.dtype()), "expected a float32 array");
+  }
+  if (!is_c_contiguous(array)) fail(argument, shape_of(array), "array must be C-contiguous");
+  Shape shape(array.ndim());
+  for (size_t i = 0; i < array.ndim(); ++i) shape[i] = static_cast<int64_t>(array.shape(i));
+  return TensorView(DType::kF32, std::move(shape), array.data());
 }
 
 nb::dlpack::dtype numpy_dtype_of(DType dtype) {

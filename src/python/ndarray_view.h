@@ -26,13 +26,11 @@ using InputArray = nb::ndarray<nb::ro, nb::device::cpu>;
 // C-contiguous.
 TensorView view_of(const InputArray& array, DType dtype, const char* argument);
 
-// A new C-contiguous float32 numpy array of `shape`, 64-byte aligned (the
-// ops write every element, so it is not zeroed here), and the view of it.
-struct OutputArray {
-  nb::ndarray<nb::numpy> array;
-  TensorView view;
-};
-OutputArray new_f32_array(const Shape& shape, const char* argument);
+// A writable CPU array the ops write into.
+using OutputArray = nb::ndarray<nb::device::cpu>;
+
+// A view of `array`, which must be C-contiguous float32; the op checks its shape.
+TensorView view_of_output(const OutputArray& array, const char* argument);
 
 // A numpy array sharing `tensor`'s storage (no copy). fp8 codes come out as
 // uint8 (their raw bits; the Python layer views them as ml_dtypes floats).

@@ -43,23 +43,30 @@ Tiles tiles_of(const std::optional<TileTuple>& tiles) {
   return Tiles{m, k, n};
 }
 
-// The op validates everything; this only needs enough of the shapes to size
-// the output, so it checks ranks first with the op's own argument names.
-void require_rank(const TensorView& view, int rank, const char* argument) {
-  require(view.rank() == rank, argument, shape_string(view.shape),
-          "expected a rank-" + std::to_string(rank) + " array");
-}
-
 std::optional<TensorView> optional_view(const std::optional<InputArray>& array,
                                         const char* argument) {
   if (!array) return std::nullopt;
   return view_of(*array, DType::kF32, argument);
 }
 
-nb::ndarray<nb::numpy> gmm(const InputArray& lhs, const std::string& lhs_dtype,
-                                  const InputArray& rhs, const std::string& rhs_dtype,
-                                  const InputArray& group_sizes, const std::string& sizes_dtype,
-                                  bool transpose_rhs, const std::optional<TileTuple>& tiles,
+// Runs a quantized op with the GIL released, then hands its result to numpy
+// (which needs the GIL).
+template <class Op>
+nb::object quantized_to_numpy(Op&& op) {
+  Tensor result = [&] {
+    nb::gil_scoped_release release;
+    return op();
+  }();
+  return nb::cast(to_numpy(std::move(result)));
+}
+
+// Without quant: writes `out` (allocated by the Python layer with np.empty,
+// which costs a tenth of exporting a new array from here) and returns None.
+// With quant: returns a new array holding the quantized op's result.
+nb::object gmm(const InputArray& lhs, const std::string& lhs_dtype, const InputArray& rhs,
+               const std::string& rhs_dtype, const InputArray& group_sizes,
+               const std::string& sizes_dtype, const std::optional<OutputArray>& out,
+               bool transpose_rhs, const std::optional<TileTuple>& tiles,
                                   const std::string& kernel, int buffers, int threads,
                                   int64_t group_offset, int64_t local_groups, bool swiglu,
                                   const std::optional<InputArray>& col_scale,
@@ -86,25 +93,22 @@ nb::ndarray<nb::numpy> gmm(const InputArray& lhs, const std::string& lhs_dtype,
 
   if (quant) {
     const QuantGmmOptions quant_options = QuantArgs{quant, rhs_scales, lhs_k_block}.options();
-    nb::gil_scoped_release release;
-    return to_numpy(quantized_gmm(lhs_view, rhs_view, sizes_view, options, quant_options));
+    return quantized_to_numpy(
+        [&] { return quantized_gmm(lhs_view, rhs_view, sizes_view, options, quant_options); });
   }
-  require_rank(lhs_view, 2, "lhs");
-  require_rank(rhs_view, 3, "rhs");
-  int64_t cols = transpose_rhs ? rhs_view.dim(1) : rhs_view.dim(2);
-  if (swiglu) cols /= 2;
-  OutputArray out = new_f32_array({lhs_view.dim(0), cols}, "out");
+  if (!out) fail("out", "None", "an output array is required");
+  const TensorView out_view = view_of_output(*out, "out");
   {
     nb::gil_scoped_release release;
-    gmm_into(lhs_view, rhs_view, sizes_view, out.view, options);
+    gmm_into(lhs_view, rhs_view, sizes_view, out_view, options);
   }
-  return out.array;
+  return nb::none();
 }
 
-nb::ndarray<nb::numpy> tgmm(const InputArray& lhs, const std::string& lhs_dtype,
-                                   const InputArray& dout, const std::string& dout_dtype,
-                                   const InputArray& group_sizes, const std::string& sizes_dtype,
-                                   const std::optional<TileTuple>& tiles, const std::string& kernel,
+nb::object tgmm(const InputArray& lhs, const std::string& lhs_dtype, const InputArray& dout,
+                const std::string& dout_dtype, const InputArray& group_sizes,
+                const std::string& sizes_dtype, const std::optional<OutputArray>& out,
+                const std::optional<TileTuple>& tiles, const std::string& kernel,
                                    int buffers, int threads, int64_t group_offset,
                                    int64_t local_groups, const std::optional<std::string>& quant,
                                    const std::string& rhs_scales) {
@@ -122,20 +126,16 @@ nb::ndarray<nb::numpy> tgmm(const InputArray& lhs, const std::string& lhs_dtype,
 
   if (quant) {
     const QuantGmmOptions quant_options = QuantArgs{quant, rhs_scales, 0}.options();
-    nb::gil_scoped_release release;
-    return to_numpy(quantized_tgmm(lhs_view, dout_view, sizes_view, options, quant_options));
+    return quantized_to_numpy(
+        [&] { return quantized_tgmm(lhs_view, dout_view, sizes_view, options, quant_options); });
   }
-  require_rank(lhs_view, 2, "lhs");
-  require_rank(dout_view, 2, "dout");
-  require_rank(sizes_view, 1, "group_sizes");
-  // The op checks group_offset and local_groups against group_sizes.
-  const int64_t groups = local_groups >= 0 ? local_groups : sizes_view.dim(0);
-  OutputArray out = new_f32_array({groups, lhs_view.dim(1), dout_view.dim(1)}, "out");
+  if (!out) fail("out", "None", "an output array is required");
+  const TensorView out_view = view_of_output(*out, "out");
   {
     nb::gil_scoped_release release;
-    tgmm_into(lhs_view, dout_view, sizes_view, out.view, options);
+    tgmm_into(lhs_view, dout_view, sizes_view, out_view, options);
   }
-  return out.array;
+  return nb::none();
 }
 
 }  // namespace
@@ -143,7 +143,7 @@ nb::ndarray<nb::numpy> tgmm(const InputArray& lhs, const std::string& lhs_dtype,
 void bind_numpy_ops(nb::module_& module) {
   module.def("gmm", &gmm, nb::arg("lhs"), nb::arg("lhs_dtype"), nb::arg("rhs"),
              nb::arg("rhs_dtype"), nb::arg("group_sizes"), nb::arg("group_sizes_dtype"),
-             nb::arg("transpose_rhs"), nb::arg("tiles").none(), nb::arg("kernel"),
+             nb::arg("out").none(), nb::arg("transpose_rhs"), nb::arg("tiles").none(), nb::arg("kernel"),
              nb::arg("buffers"), nb::arg("threads"), nb::arg("group_offset"), nb::arg("local_groups"),
              nb::arg("swiglu"),
              nb::arg("col_scale").none(), nb::arg("col_bias").none(),
@@ -151,7 +151,7 @@ void bind_numpy_ops(nb::module_& module) {
              nb::arg("lhs_k_block"));
   module.def("tgmm", &tgmm, nb::arg("lhs"), nb::arg("lhs_dtype"), nb::arg("dout"),
              nb::arg("dout_dtype"), nb::arg("group_sizes"), nb::arg("group_sizes_dtype"),
-             nb::arg("tiles").none(), nb::arg("kernel"), nb::arg("buffers"), nb::arg("threads"),
+             nb::arg("out").none(), nb::arg("tiles").none(), nb::arg("kernel"), nb::arg("buffers"), nb::arg("threads"),
              nb::arg("group_offset"), nb::arg("local_groups"), nb::arg("quant").none(),
              nb::arg("rhs_scales"));
 }
