@@ -2,7 +2,7 @@
 // the same run.
 //
 //   raggemm bench {gmm,dlhs,tgmm} --m M --k K --n N --groups G
-//       --dist uniform|zipf:S|empty:F --dtype f32|bf16 --kernel v1|v2
+//       --dist uniform|zipf:S|empty:F --dtype f32|bf16|int8|fp8_e4m3 --kernel v1|v2
 //       [--tiles M,K,N] --threads T --reps R [--json] [--buffers N]
 //       [--warmup W] [--check]
 //
@@ -23,6 +23,7 @@
 #include "cli/bench_runners.h"
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/quant_flags.h"
 #include "raggemm/error.h"
 
 namespace raggemm::cli {
@@ -96,8 +97,7 @@ int run_bench(const std::vector<std::string>& args) {
       "raggemm bench"};
   BenchFlags flags;
   KernelFlags kernel_flags;
-  app.add_option("op", flags.op, "pass: gmm, dlhs (gmm with transposed rhs) or tgmm")
-      ->required();
+  app.add_option("op", flags.op, "pass: gmm, dlhs (gmm with transposed rhs) or tgmm")->required();
   app.add_option("--m", flags.m, "rows (tokens)")->capture_default_str();
   app.add_option("--k", flags.k, "lhs columns (the contracted dim of gmm)")->capture_default_str();
   app.add_option("--n", flags.n, "output columns of gmm")->capture_default_str();
@@ -119,6 +119,10 @@ int run_bench(const std::vector<std::string>& args) {
   const int64_t n = parse_int(flags.n, "--n", 1, 1 << 24);
   const int64_t groups = parse_int(flags.groups, "--groups", 1, 1 << 20);
   const bench::GroupDist dist = bench::parse_group_dist(flags.dist, "--dist");
+  // --dtype int8|fp8_e4m3: a quantized run (cli/quant_flags.h); the peers stay f32.
+  const std::optional<QuantRecipe> quant = bench_quant_dtype(kernel_flags.dtype);
+  const std::string dtype_text = kernel_flags.dtype;
+  if (quant) kernel_flags.dtype = "f32";
   const KernelSettings settings = parse_kernel_flags(kernel_flags);
   const int threads = settings.threads > 0 ? settings.threads : omp_get_max_threads();
   const int reps = static_cast<int>(parse_int(flags.reps, "--reps", 1, 100000));
@@ -130,25 +134,36 @@ int run_bench(const std::vector<std::string>& args) {
   const bench::BenchShapes shapes = bench::bench_shapes(op, m, k, n, groups);
 
   // Ours, alone in memory with its inputs and output.
-  Tensor a = random_tensor(shapes.a, settings.dtype, 1);
-  Tensor b = random_tensor(shapes.b, settings.dtype, 2);
+  Tensor a, b;
   Tensor out(DType::kF32, shapes.out);
-  const double tensors_mib = double(a.nbytes() + b.nbytes() + out.nbytes()) / kMiB;
-  const double ours_seconds = bench::median_seconds(
-      [&] {
-        bench::run_ours(op, a, b, group_sizes, out, settings.tiles, settings.kernel, threads,
-                        settings.buffers);
-      },
-      warmup, reps);
+  double tensors_mib = 0, ours_seconds = 0;
+  QuantBenchTimes quant_times;
+  if (quant) {
+    QuantBench bench(static_cast<int>(op), m, k, n, groups, *quant, shapes.a, shapes.b, 1, 2);
+    quant_times = bench.time(group_sizes, &out, settings.tiles, settings.kernel, threads,
+                             settings.buffers, warmup, reps);
+    ours_seconds = quant_times.total_seconds;
+    tensors_mib = quant_times.tensors_mib;
+  } else {
+    a = random_tensor(shapes.a, settings.dtype, 1);
+    b = random_tensor(shapes.b, settings.dtype, 2);
+    tensors_mib = double(a.nbytes() + b.nbytes() + out.nbytes()) / kMiB;
+    ours_seconds = bench::median_seconds(
+        [&] {
+          bench::run_ours(op, a, b, group_sizes, out, settings.tiles, settings.kernel, threads,
+                          settings.buffers);
+        },
+        warmup, reps);
+  }
   const double ours_rss_mib = peak_rss_mib();
 
   // The peers, in f32 on the same values.
   bench::set_blas_threads(threads);
-  Tensor a32 = widened_to_f32(a);
-  Tensor b32 = widened_to_f32(b);
+  Tensor a32 = quant ? random_tensor(shapes.a, DType::kF32, 1) : widened_to_f32(a);
+  Tensor b32 = quant ? random_tensor(shapes.b, DType::kF32, 2) : widened_to_f32(b);
   Tensor loop_out(DType::kF32, shapes.out);
-  bench::PeerOperands peer{op, m, k, n, &sizes, a32.as<float>(), b32.as<float>(),
-                           loop_out.as<float>()};
+  bench::PeerOperands peer{
+      op, m, k, n, &sizes, a32.as<float>(), b32.as<float>(), loop_out.as<float>()};
   const double loop_seconds =
       bench::median_seconds([&] { bench::run_openblas_loop(peer); }, warmup, reps);
   Tensor dense_out(DType::kF32, {bench::dense_out_elements(op, m, k, n)});
@@ -171,7 +186,7 @@ int run_bench(const std::vector<std::string>& args) {
       {"n", n},
       {"groups", groups},
       {"dist", dist.text},
-      {"dtype", dtype_name(settings.dtype)},
+      {"dtype", quant ? dtype_text : dtype_name(settings.dtype)},
       {"kernel", kernel_name(settings.kernel)},
       {"tiles", tiles_text(settings.tiles)},
       {"threads", threads},
@@ -193,6 +208,12 @@ int run_bench(const std::vector<std::string>& args) {
       {"min_group", smallest_group},
       {"max_group", largest_group},
   };
+  if (quant) {
+    result["quantize_median_ms"] = quant_times.quantize_seconds * 1e3;
+    result["kernel_median_ms"] = quant_times.kernel_seconds * 1e3;
+    result["kernel_gflops"] = bench::gflops(m, k, n, quant_times.kernel_seconds);
+    result["weight_mib"] = quant_times.weight_mib;
+  }
   double check_error = 0;
   if (flags.check) {
     check_error = relative_error(out.as<float>(), loop_out.as<float>(), out.numel());
@@ -206,8 +227,9 @@ int run_bench(const std::vector<std::string>& args) {
         "bench %s: m=%lld k=%lld n=%lld groups=%lld dist=%s dtype=%s kernel=%s tiles=%s "
         "threads=%d buffers=%d reps=%d\n",
         bench::bench_op_name(op), (long long)m, (long long)k, (long long)n, (long long)groups,
-        dist.text.c_str(), dtype_name(settings.dtype), kernel_name(settings.kernel),
-        tiles_text(settings.tiles).c_str(), threads, settings.buffers, reps);
+        dist.text.c_str(), quant ? dtype_text.c_str() : dtype_name(settings.dtype),
+        kernel_name(settings.kernel), tiles_text(settings.tiles).c_str(), threads, settings.buffers,
+        reps);
     std::printf("group sizes: min %d, max %d, %lld empty\n", smallest_group, largest_group,
                 (long long)empty_groups);
     std::printf("  %-16s %12s %10s\n", "", "median ms", "GFLOP/s");
@@ -218,12 +240,21 @@ int run_bench(const std::vector<std::string>& args) {
                 ours_gflops / dense_gflops);
     std::printf("peak RSS during ours %.1f MiB (tensors %.1f MiB), whole run %.1f MiB\n",
                 ours_rss_mib, tensors_mib, peak_rss_mib());
+    if (quant) {
+      std::printf(
+          "quantized: quantize %.3f ms + kernel %.3f ms (kernel alone %.1f GFLOP/s); "
+          "weights held in %.1f MiB\n",
+          quant_times.quantize_seconds * 1e3, quant_times.kernel_seconds * 1e3,
+          bench::gflops(m, k, n, quant_times.kernel_seconds), quant_times.weight_mib);
+    }
     if (flags.check) std::printf("check: relative error vs the loop %.3g\n", check_error);
     std::fflush(stdout);
   }
-  if (flags.check && !(check_error <= kCheckTolerance)) {
+  // Quantized runs are checked against the formats' error bound instead.
+  const double tolerance = !quant ? kCheckTolerance : *quant == QuantRecipe::kInt8 ? 0.02 : 0.12;
+  if (flags.check && !(check_error <= tolerance)) {
     std::cerr << "error: --check=" << check_error
-              << ": relative error vs the OpenBLAS loop exceeds " << kCheckTolerance << "\n";
+              << ": relative error vs the OpenBLAS loop exceeds " << tolerance << "\n";
     return 1;
   }
   return 0;

@@ -3,7 +3,7 @@
 //
 //   raggemm gmm --lhs L.npy --rhs R.npy --group-sizes S.npy --out O.npy
 //       [--transpose-rhs] [--tiles M,K,N] [--kernel v1|v2] [--threads T]
-//       [--dtype f32|bf16] [--buffers N]
+//       [--dtype f32|bf16] [--buffers N] [--quant fp8|int8 [--rhs-scales channel|block:SIZE]]
 //
 // Everything is read and checked before computing, and the output is written
 // atomically at the end, so a rejected run leaves no file behind.
@@ -11,6 +11,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/quant_flags.h"
 #include "raggemm/error.h"
 #include "raggemm/gmm.h"
 #include "raggemm/npy.h"
@@ -33,9 +34,12 @@ int run_gmm(const std::vector<std::string>& args) {
   app.add_flag("--transpose-rhs", transpose_rhs, "rhs is [G,N,K]: out[i] = lhs[i] @ rhs[g]^T");
   KernelFlags kernel_flags;
   add_kernel_flags(app, kernel_flags);
+  QuantFlags quant_flags;
+  add_quant_flags(app, quant_flags);
   parse_command_line(app, args);
 
   const KernelSettings settings = parse_kernel_flags(kernel_flags);
+  const auto quant = parse_quant_flags(quant_flags, settings.kernel, /*weight_pass=*/true);
   check_output_path(out_path, "--out");
   Tensor lhs = load_f32_array(lhs_path, "--lhs", 2, "[M,K]");
   Tensor rhs = load_f32_array(rhs_path, "--rhs", 3, transpose_rhs ? "[G,N,K]" : "[G,K,N]");
@@ -51,8 +55,8 @@ int run_gmm(const std::vector<std::string>& args) {
   }
   if (rhs.dim(0) != group_sizes.dim(0)) {
     fail("--group-sizes", sizes_path,
-         std::to_string(group_sizes.dim(0)) + " groups but --rhs has G = " +
-             std::to_string(rhs.dim(0)));
+         std::to_string(group_sizes.dim(0)) +
+             " groups but --rhs has G = " + std::to_string(rhs.dim(0)));
   }
 
   GmmOptions options;
@@ -61,8 +65,10 @@ int run_gmm(const std::vector<std::string>& args) {
   options.kernel = settings.kernel;
   options.threads = settings.threads;
   options.input_buffer_count = settings.buffers;
-  Tensor out = gmm(to_storage(lhs, settings.dtype), to_storage(rhs, settings.dtype),
-                   group_sizes, options);
+  Tensor out = quant ? quantized_gmm(to_storage(lhs, settings.dtype),
+                                     to_storage(rhs, settings.dtype), group_sizes, options, *quant)
+                     : gmm(to_storage(lhs, settings.dtype), to_storage(rhs, settings.dtype),
+                           group_sizes, options);
   write_npy(out_path, out);
   std::cout << "wrote " << out_path << ": f32 " << shape_string(out.shape()) << "\n";
   return 0;

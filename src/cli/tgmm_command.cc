@@ -3,7 +3,7 @@
 //
 //   raggemm tgmm --lhs L.npy --dout D.npy --group-sizes S.npy --out O.npy
 //       [--tiles M,K,N] [--kernel v1|v2] [--threads T] [--dtype f32|bf16]
-//       [--buffers N]
+//       [--buffers N] [--quant fp8|int8]
 //
 // Everything is read and checked before computing, and the output is written
 // atomically at the end, so a rejected run leaves no file behind.
@@ -11,6 +11,7 @@
 
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/quant_flags.h"
 #include "raggemm/error.h"
 #include "raggemm/gmm.h"
 #include "raggemm/npy.h"
@@ -30,9 +31,12 @@ int run_tgmm(const std::vector<std::string>& args) {
   app.add_option("--out", out_path, "output [G,K,N] float32 .npy")->required();
   KernelFlags kernel_flags;
   add_kernel_flags(app, kernel_flags);
+  QuantFlags quant_flags;
+  add_quant_flags(app, quant_flags);
   parse_command_line(app, args);
 
   const KernelSettings settings = parse_kernel_flags(kernel_flags);
+  const auto quant = parse_quant_flags(quant_flags, settings.kernel, /*weight_pass=*/false);
   check_output_path(out_path, "--out");
   Tensor lhs = load_f32_array(lhs_path, "--lhs", 2, "[M,K]");
   Tensor dout = load_f32_array(dout_path, "--dout", 2, "[M,N]");
@@ -49,8 +53,11 @@ int run_tgmm(const std::vector<std::string>& args) {
   options.kernel = settings.kernel;
   options.threads = settings.threads;
   options.input_buffer_count = settings.buffers;
-  Tensor out = tgmm(to_storage(lhs, settings.dtype), to_storage(dout, settings.dtype),
-                    group_sizes, options);
+  Tensor out = quant
+                   ? quantized_tgmm(to_storage(lhs, settings.dtype),
+                                    to_storage(dout, settings.dtype), group_sizes, options, *quant)
+                   : tgmm(to_storage(lhs, settings.dtype), to_storage(dout, settings.dtype),
+                          group_sizes, options);
   write_npy(out_path, out);
   std::cout << "wrote " << out_path << ": f32 " << shape_string(out.shape()) << "\n";
   return 0;
