@@ -69,8 +69,8 @@ inline void run_openblas_loop(const PeerOperands& p) {
     switch (p.op) {
       case BenchOp::kGmm:
         if (rows > 0) {
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, n, k, 1.0f, p.a + row * k,
-                      k, p.b + int64_t(g) * k * n, n, 0.0f, p.out + row * n, n);
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, n, k, 1.0f, p.a + row * k, k,
+                      p.b + int64_t(g) * k * n, n, 0.0f, p.out + row * n, n);
         }
         break;
       case BenchOp::kDlhs:

@@ -53,8 +53,7 @@ void parse_command_line(CLI::App& app, const std::vector<std::string>& args) {
   }
 }
 
-int64_t parse_int(const std::string& text, const std::string& argument, int64_t min,
-                  int64_t max) {
+int64_t parse_int(const std::string& text, const std::string& argument, int64_t min, int64_t max) {
   std::optional<int64_t> value = to_int(text);
   if (!value || *value < min || *value > max) {
     fail(argument, text,
@@ -69,8 +68,7 @@ double parse_real(const std::string& text, const std::string& argument, double m
   auto [stop, status] = std::from_chars(text.data(), end, value);
   if (text.empty() || status != std::errc() || stop != end || !std::isfinite(value) ||
       value < min || value > max) {
-    fail(argument, text,
-         "expected a number in [" + to_display(min) + ", " + to_display(max) + "]");
+    fail(argument, text, "expected a number in [" + to_display(min) + ", " + to_display(max) + "]");
   }
   return value;
 }
@@ -85,8 +83,7 @@ Tiles parse_tiles(const std::string& text, const std::string& argument) {
   }
   if (parts.size() != 3 || sizes.size() != 3) {
     fail(argument, text,
-         "expected three positive integers M,K,N (each at most " + std::to_string(kMaxTile) +
-             ")");
+         "expected three positive integers M,K,N (each at most " + std::to_string(kMaxTile) + ")");
   }
   return Tiles{sizes[0], sizes[1], sizes[2]};
 }
@@ -101,8 +98,7 @@ void add_kernel_flags(CLI::App& app, KernelFlags& flags) {
   flags.app = &app;
   app.add_option("--tiles", flags.tiles,
                  "kernel tiles M,K,N (k is the contracted dim); default: the op picks");
-  app.add_option("--kernel", flags.kernel, "kernel generation: v1 or v2")
-      ->capture_default_str();
+  app.add_option("--kernel", flags.kernel, "kernel generation: v1 or v2")->capture_default_str();
   app.add_option("--threads", flags.threads, "threads (default: OpenMP's default)");
   app.add_option("--dtype", flags.dtype,
                  "storage of the inputs: f32, or bf16 (rounded, f32 accumulation)")
@@ -127,13 +123,12 @@ Tensor load_f32_array(const std::string& path, const std::string& argument, int 
                       const std::string& dims) {
   Tensor tensor = read_npy(path, argument);
   if (tensor.dtype() != DType::kF32) {
-    fail(argument, path,
-         std::string("dtype ") + dtype_name(tensor.dtype()) + ", expected float32");
+    fail(argument, path, std::string("dtype ") + dtype_name(tensor.dtype()) + ", expected float32");
   }
   if (tensor.rank() != rank) {
     fail(argument, path,
-         "shape " + shape_string(tensor.shape()) + ", expected rank " + std::to_string(rank) +
-             " " + dims);
+         "shape " + shape_string(tensor.shape()) + ", expected rank " + std::to_string(rank) + " " +
+             dims);
   }
   return tensor;
 }
@@ -153,7 +148,8 @@ Tensor load_group_sizes(const std::string& path, const std::string& argument, in
   Tensor sizes(DType::kI32, {groups});
   int64_t total = 0;
   for (int64_t g = 0; g < groups; ++g) {
-    int64_t size = raw.dtype() == DType::kI32 ? int64_t{raw.as<int32_t>()[g]} : raw.as<int64_t>()[g];
+    int64_t size =
+        raw.dtype() == DType::kI32 ? int64_t{raw.as<int32_t>()[g]} : raw.as<int64_t>()[g];
     std::string where = "group " + std::to_string(g) + " has size " + std::to_string(size);
     if (size < 0) fail(argument, path, where + "; sizes must be >= 0");
     if (size > std::numeric_limits<int32_t>::max()) {

@@ -22,8 +22,7 @@ void parse_command_line(CLI::App& app, const std::vector<std::string>& args);
 
 // An integer in [min, max]; anything else (empty, "abc", "1.5", "3x",
 // out of range) throws Error naming `argument`.
-int64_t parse_int(const std::string& text, const std::string& argument, int64_t min,
-                  int64_t max);
+int64_t parse_int(const std::string& text, const std::string& argument, int64_t min, int64_t max);
 // A finite number in [min, max].
 double parse_real(const std::string& text, const std::string& argument, double min, double max);
 

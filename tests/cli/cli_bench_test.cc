@@ -24,10 +24,14 @@ std::ostream& operator<<(std::ostream& out, const BenchCase& c) {
 }
 
 std::vector<std::string> bench_args(const BenchCase& c) {
-  std::vector<std::string> args = {"bench", c.op, "--m", "96", "--k", "24", "--n", "20",
-                                   "--groups", "6", "--dist", c.dist, "--dtype", c.dtype,
-                                   "--kernel", c.kernel, "--threads", c.threads, "--reps", "3",
-                                   "--check"};
+  std::vector<std::string> args = {"bench", c.op, "--m", "96", "--k", "24", "--n", "20"};
+  for (const std::string& flag : {std::string("--groups"), std::string("6"), std::string("--dist"),
+                                  c.dist, std::string("--dtype"), c.dtype,
+                                  std::string("--kernel"), c.kernel, std::string("--threads"),
+                                  c.threads, std::string("--reps"), std::string("3"),
+                                  std::string("--check")}) {
+    args.push_back(flag);
+  }
   if (!c.tiles.empty()) args.insert(args.end(), {"--tiles", c.tiles});
   return args;
 }
@@ -54,17 +58,15 @@ TEST_P(CliBenchTest, JsonHasEveryFieldAndCheckPasses) {
   EXPECT_EQ(j.at("kernel"), c.kernel);
   EXPECT_EQ(j.at("tiles"), c.tiles.empty() ? "auto" : c.tiles);
   EXPECT_EQ(j.at("threads"), std::stoi(c.threads));
-  for (const char* field :
-       {"ours_gflops", "openblas_loop_gflops", "openblas_dense_gflops", "ratio_vs_loop",
-        "ratio_vs_dense", "peak_rss_mib", "ours_median_ms", "openblas_loop_median_ms",
-        "openblas_dense_median_ms", "tensors_mib"}) {
+  for (const char* field : {"ours_gflops", "openblas_loop_gflops", "openblas_dense_gflops",
+                            "ratio_vs_loop", "ratio_vs_dense", "peak_rss_mib", "ours_median_ms",
+                            "openblas_loop_median_ms", "openblas_dense_median_ms", "tensors_mib"}) {
     ASSERT_TRUE(j.contains(field)) << field;
     const double value = j.at(field).get<double>();
     EXPECT_TRUE(std::isfinite(value) && value > 0) << field << " = " << value;
   }
   EXPECT_NEAR(j.at("ratio_vs_loop").get<double>(),
-              j.at("ours_gflops").get<double>() / j.at("openblas_loop_gflops").get<double>(),
-              1e-9);
+              j.at("ours_gflops").get<double>() / j.at("openblas_loop_gflops").get<double>(), 1e-9);
   EXPECT_LE(j.at("check_rel_error").get<double>(), 1e-5);
 }
 
@@ -76,13 +78,14 @@ TEST_P(CliBenchTest, TablePrintsRatios) {
   EXPECT_NE(result.out.find("openblas dense"), std::string::npos) << result.out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, CliBenchTest,
-                         ::testing::Values(BenchCase{"gmm", "uniform", "f32", "v1", "", "1"},
-                                           BenchCase{"gmm", "zipf:1.2", "bf16", "v2", "16,8,8", "2"},
-                                           BenchCase{"dlhs", "empty:0.5", "f32", "v2", "", "2"},
-                                           BenchCase{"dlhs", "uniform", "bf16", "v1", "8,8,8", "1"},
-                                           BenchCase{"tgmm", "empty:0.5", "f32", "v1", "8,16,8", "2"},
-                                           BenchCase{"tgmm", "zipf:2", "bf16", "v2", "", "1"}));
+INSTANTIATE_TEST_SUITE_P(
+    Cases, CliBenchTest,
+    ::testing::Values(BenchCase{"gmm", "uniform", "f32", "v1", "", "1"},
+                      BenchCase{"gmm", "zipf:1.2", "bf16", "v2", "16,8,8", "2"},
+                      BenchCase{"dlhs", "empty:0.5", "f32", "v2", "", "2"},
+                      BenchCase{"dlhs", "uniform", "bf16", "v1", "8,8,8", "1"},
+                      BenchCase{"tgmm", "empty:0.5", "f32", "v1", "8,16,8", "2"},
+                      BenchCase{"tgmm", "zipf:2", "bf16", "v2", "", "1"}));
 
 }  // namespace
 }  // namespace raggemm::testing
