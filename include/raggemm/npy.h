@@ -23,10 +23,17 @@ Tensor read_npy(const std::string& path, const std::string& argument);
 // Serializes a contiguous view (version 1.0 header, 64-byte aligned).
 std::vector<uint8_t> serialize_npy(const TensorView& view);
 
-// Writes to a temporary file beside `path` and renames it into place.
-void write_npy(const std::string& path, const TensorView& view);
+// Writes to a temporary file beside `path` and renames it into place. A
+// failure to write throws Error(argument, path); pass the CLI flag (e.g.
+// "--out") as `argument` so the message names it.
+void write_npy(const std::string& path, const TensorView& view,
+               const std::string& argument = "path");
 
-// Writes bytes atomically (temp file + rename); used for every file we write.
-void write_file_atomic(const std::string& path, const void* data, size_t size);
+// Writes bytes atomically: `<path>.tmp.<pid>.<random>` in the same directory,
+// fsync, rename over `path`. On failure the temporary file is removed, `path`
+// is left as it was, and Error(argument, path) is thrown. Used for every file
+// we write.
+void write_file_atomic(const std::string& path, const void* data, size_t size,
+                       const std::string& argument = "path");
 
 }  // namespace raggemm

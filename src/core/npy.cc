@@ -464,14 +464,15 @@ std::vector<uint8_t> serialize_npy(const TensorView& view) {
   return out;
 }
 
-void write_npy(const std::string& path, const TensorView& view) {
+void write_npy(const std::string& path, const TensorView& view, const std::string& argument) {
   std::vector<uint8_t> bytes = serialize_npy(view);
-  write_file_atomic(path, bytes.data(), bytes.size());
+  write_file_atomic(path, bytes.data(), bytes.size(), argument);
 }
 
-void write_file_atomic(const std::string& path, const void* data, size_t size) {
-  require(!path.empty(), "path", "''", "output path is empty");
-  require(size == 0 || data != nullptr, "path", path, "no data to write");
+void write_file_atomic(const std::string& path, const void* data, size_t size,
+                       const std::string& argument) {
+  require(!path.empty(), argument, "''", "output path is empty");
+  require(size == 0 || data != nullptr, argument, path, "no data to write");
   std::string temp;
   int fd = -1;
   for (int attempt = 0; attempt < 8 && fd < 0; ++attempt) {
@@ -479,13 +480,13 @@ void write_file_atomic(const std::string& path, const void* data, size_t size) {
     fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0 && errno != EEXIST) break;
   }
-  if (fd < 0) fail("path", path, "cannot create temporary file: " + errno_text(errno));
+  if (fd < 0) fail(argument, path, "cannot create temporary file: " + errno_text(errno));
 
   // From here on, any failure removes the temporary file before throwing.
   auto abandon = [&](const std::string& what, int error) {
     if (fd >= 0) ::close(fd);
     unlink_quietly(temp);
-    fail("path", path, what + ": " + errno_text(error));
+    fail(argument, path, what + ": " + errno_text(error));
   };
   const uint8_t* bytes = static_cast<const uint8_t*>(data);
   size_t written = 0;

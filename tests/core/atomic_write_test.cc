@@ -114,16 +114,39 @@ TEST_F(AtomicWriteTest, FailedWriteNpyDoesNotClobber) {
   EXPECT_EQ(entries(), std::set<std::string>{"out.npy"});
 }
 
-TEST_F(AtomicWriteTest, WriteNpyIntoMissingDirectoryNamesPath) {
+TEST_F(AtomicWriteTest, WriteNpyIntoMissingDirectoryNamesArgumentAndPath) {
   Tensor tensor(DType::kF32, {2});
   fs::path target = dir_ / "missing" / "o.npy";
-  try {
-    write_npy(target.string(), tensor);
-    FAIL() << "expected an Error";
-  } catch (const Error& error) {
-    EXPECT_EQ(error.value(), target.string());
+  struct Case {
+    bool pass_argument;
+    const char* expected_argument;
+  };
+  for (const Case& c : {Case{false, "path"}, Case{true, "--out"}}) {
+    SCOPED_TRACE(c.expected_argument);
+    try {
+      if (c.pass_argument) {
+        write_npy(target.string(), tensor, "--out");
+      } else {
+        write_npy(target.string(), tensor);
+      }
+      FAIL() << "expected an Error";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.argument(), c.expected_argument);
+      EXPECT_EQ(error.value(), target.string());
+    }
   }
   EXPECT_TRUE(entries().empty());
+}
+
+TEST_F(AtomicWriteTest, FailedRenameNamesTheCallersArgument) {
+  fs::create_directories(dir_ / "taken" / "child");
+  try {
+    write_file_atomic((dir_ / "taken").string(), "x", 1, "--cache");
+    FAIL() << "expected an Error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.argument(), "--cache");
+  }
+  EXPECT_EQ(entries(), std::set<std::string>{"taken"});
 }
 
 TEST_F(AtomicWriteTest, ConcurrentWritersNeverTearTheFile) {
