@@ -94,7 +94,6 @@ void DenseMlp<T>::backward(const T* dout, T* dx) {
                   m.dx_part.data());
     auto scope = profile(m.profiler, "mlp/add_dx", OpKind::kGlue);
     const int64_t count = tokens * m.embed_dim;
-#pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < count; ++i) dx[i] += m.dx_part[i];
   }
 }

@@ -2,6 +2,7 @@
 // double-accumulation loops for the reference backend and for double.
 #include "moe/grouped_matmul.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -27,10 +28,10 @@ double pass_flops(const GroupedProblem& problem) {
 // Naive loops with double accumulation (reference backend, and all of T=double).
 
 template <class T>
-void naive_forward(const GroupedProblem& p, const T* x, const T* w, T* out) {
+void naive_forward(const GroupedProblem& p, const T* x, const T* w, T* out, bool parallel = true) {
   const std::vector<int64_t> starts = row_starts(p);
   const int64_t covered = starts.back();
-#pragma omp parallel
+#pragma omp parallel if (parallel)
   {
     std::vector<double> acc(static_cast<size_t>(p.n));
 #pragma omp for schedule(static)
@@ -55,10 +56,10 @@ void naive_forward(const GroupedProblem& p, const T* x, const T* w, T* out) {
 }
 
 template <class T>
-void naive_grad_lhs(const GroupedProblem& p, const T* dy, const T* w, T* dx) {
+void naive_grad_lhs(const GroupedProblem& p, const T* dy, const T* w, T* dx, bool parallel = true) {
   const std::vector<int64_t> starts = row_starts(p);
   const int64_t covered = starts.back();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel)
   for (int64_t i = 0; i < p.m; ++i) {
     T* dx_row = dx + i * p.k;
     if (i >= covered) {
@@ -81,9 +82,9 @@ void naive_grad_lhs(const GroupedProblem& p, const T* dy, const T* w, T* dx) {
 }
 
 template <class T>
-void naive_grad_rhs(const GroupedProblem& p, const T* x, const T* dy, T* dw) {
+void naive_grad_rhs(const GroupedProblem& p, const T* x, const T* dy, T* dw, bool parallel = true) {
   const std::vector<int64_t> starts = row_starts(p);
-#pragma omp parallel
+#pragma omp parallel if (parallel)
   {
     std::vector<double> acc(static_cast<size_t>(p.n));
 #pragma omp for schedule(static) collapse(2)
@@ -159,6 +160,13 @@ void ops_gmm(const MatmulContext& context, const ResolvedPassConfig& config, Pas
 
 }  // namespace
 
+// Matmuls with a dimension this narrow (the router's [embed, E]) are a poor
+// fit for any tiled kernel and too small to be worth a parallel region: a
+// serial loop takes about a millisecond.
+bool tiny(const MatmulContext& context, const GroupedProblem& p) {
+  return context.kind == OpKind::kDenseGmm && std::min(p.k, p.n) < 32;
+}
+
 int64_t covered_rows(const GroupedProblem& problem) {
   int64_t rows = 0;
   for (int64_t g = 0; g < problem.groups; ++g) rows += problem.group_sizes[g];
@@ -169,9 +177,9 @@ template <>
 void grouped_forward<float>(const MatmulContext& context, const ResolvedPassConfig& config,
                             const char* name, const GroupedProblem& p, const float* x,
                             const float* w, float* out) {
-  if (context.backend == MatmulBackend::kReference) {
+  if (context.backend == MatmulBackend::kReference || tiny(context, p)) {
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
-    return naive_forward(p, x, w, out);
+    return naive_forward(p, x, w, out, context.backend == MatmulBackend::kReference);
   }
   ops_gmm(context, config, Pass::kForward, name, p, x, p.k, w, out, false);
 }
@@ -196,9 +204,9 @@ template <>
 void grouped_grad_lhs<float>(const MatmulContext& context, const ResolvedPassConfig& config,
                              const char* name, const GroupedProblem& p, const float* dy,
                              const float* w, float* dx) {
-  if (context.backend == MatmulBackend::kReference) {
+  if (context.backend == MatmulBackend::kReference || tiny(context, p)) {
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
-    return naive_grad_lhs(p, dy, w, dx);
+    return naive_grad_lhs(p, dy, w, dx, context.backend == MatmulBackend::kReference);
   }
   ops_gmm(context, config, Pass::kGradLhs, name, p, dy, p.n, w, dx, false);
 }
@@ -215,9 +223,9 @@ template <>
 void grouped_grad_rhs<float>(const MatmulContext& context, const ResolvedPassConfig& config,
                              const char* name, const GroupedProblem& p, const float* x,
                              const float* dy, float* dw) {
-  if (context.backend == MatmulBackend::kReference) {
+  if (context.backend == MatmulBackend::kReference || tiny(context, p)) {
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
-    return naive_grad_rhs(p, x, dy, dw);
+    return naive_grad_rhs(p, x, dy, dw, context.backend == MatmulBackend::kReference);
   }
   const TensorView sizes(DType::kI32, Shape{p.groups}, p.group_sizes);
   TgmmOptions options = tgmm_options(config);

@@ -19,7 +19,6 @@ namespace {
 template <class T>
 void add_into(const std::vector<T>& source, T* target) {
   const int64_t count = static_cast<int64_t>(source.size());
-#pragma omp parallel for schedule(static) if (count > 16384)
   for (int64_t i = 0; i < count; ++i) target[i] += source[i];
 }
 

@@ -1,5 +1,7 @@
 // Counting-sort permutation of (token, slot) pairs by expert, and the
-// gather / weighted-combine ops around the expert matmuls.
+// gather / weighted-combine ops around the expert matmuls. These are
+// memory-bound and small (a few MB); serial loops beat a parallel region's
+// fork and barrier, which on a busy 2-core machine can cost milliseconds.
 #include "moe/permute.h"
 
 #include <algorithm>
@@ -34,7 +36,6 @@ void build_permutation(const int32_t* experts, int64_t tokens, int64_t top_k, in
 template <class T>
 void gather_rows(const Permutation& perm, const T* x, int64_t dim, T* rows) {
   const int64_t count = perm.rows();
-#pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < count; ++r) {
     std::copy_n(x + perm.token_of_row[r] * dim, dim, rows + r * dim);
   }
@@ -43,7 +44,6 @@ void gather_rows(const Permutation& perm, const T* x, int64_t dim, T* rows) {
 template <class T>
 void combine_rows(const Permutation& perm, const T* rows, const T* weights, int64_t dim, T* out) {
   const int64_t k = perm.top_k;
-#pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < perm.tokens; ++t) {
     T* out_row = out + t * dim;
     std::fill_n(out_row, dim, T(0));
@@ -59,7 +59,6 @@ template <class T>
 void combine_rows_backward(const Permutation& perm, const T* rows, const T* weights,
                            const T* dout, int64_t dim, T* drows, T* dweights) {
   const int64_t k = perm.top_k;
-#pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < perm.tokens; ++t) {
     const T* dout_row = dout + t * dim;
     for (int64_t j = 0; j < k; ++j) {
@@ -80,7 +79,6 @@ void combine_rows_backward(const Permutation& perm, const T* rows, const T* weig
 template <class T>
 void scatter_add_rows(const Permutation& perm, const T* drows, int64_t dim, T* dx) {
   const int64_t k = perm.top_k;
-#pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < perm.tokens; ++t) {
     T* dx_row = dx + t * dim;
     for (int64_t j = 0; j < k; ++j) {

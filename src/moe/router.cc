@@ -73,14 +73,12 @@ void route(const RouterConfig& config, const T* logits, int64_t tokens, const T*
   const bool grouped = config.n_routing_groups > 1;
   const int64_t group_size = grouped ? num_experts / config.n_routing_groups : num_experts;
   const T scale = static_cast<T>(config.routed_scaling_factor);
-#pragma omp parallel
   {
     std::vector<T> selection(static_cast<size_t>(num_experts));
     std::vector<char> allowed(static_cast<size_t>(num_experts), 1);
     std::vector<T> group_scores(static_cast<size_t>(grouped ? config.n_routing_groups : 1));
     std::vector<int32_t> best_groups(static_cast<size_t>(grouped ? config.topk_routing_group : 1));
     std::vector<char> all_groups(group_scores.size(), 1);
-#pragma omp for schedule(static)
     for (int64_t t = 0; t < tokens; ++t) {
       const T* z = logits + t * num_experts;
       T* s = out.scores.data() + t * num_experts;
@@ -151,10 +149,8 @@ void route_backward(const RouterConfig& config, const Routing<T>& routing, const
     dprob[e] = static_cast<T>(lb_weight * static_cast<double>(num_experts) * fraction /
                               static_cast<double>(tokens));
   }
-#pragma omp parallel
   {
     std::vector<T> dscore(static_cast<size_t>(num_experts));
-#pragma omp for schedule(static)
     for (int64_t t = 0; t < tokens; ++t) {
       const T* s = routing.scores.data() + t * num_experts;
       const int32_t* chosen = routing.experts.data() + t * k;

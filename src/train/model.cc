@@ -16,7 +16,6 @@ constexpr double kNormEps = 1e-6;
 // y = x / rms(x) * scale; keeps 1/rms per row for backward.
 template <class T>
 void rmsnorm_forward(const T* x, const T* scale, int64_t rows, int64_t dim, T* y, T* inv_rms) {
-#pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * dim;
     T sum = 0;
@@ -139,7 +138,7 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
   double loss_sum = 0;
   {
     auto scope = profile(profiler, "cross_entropy", OpKind::kGlue);
-#pragma omp parallel for schedule(static) reduction(+ : loss_sum)
+#pragma omp parallel for schedule(static) reduction(+ : loss_sum) if (tokens * v >= (1 << 22))
     for (int64_t t = 0; t < tokens; ++t) {
       const T* z = logits.data() + t * v;
       T peak = z[0];
