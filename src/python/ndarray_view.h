@@ -1,5 +1,5 @@
 // Turning numpy arrays (as nanobind ndarrays) into raggemm TensorViews without
-// copying, and allocating the f32 numpy arrays the ops write into. Every
+// copying, and raggemm Tensors into numpy arrays. Every
 // check names the Python argument, so a wrong dtype, shape or layout becomes
 // a ValueError the caller can act on.
 #pragma once

@@ -1,7 +1,7 @@
 // The numpy API's compiled entry points. The Python layer has already mapped
 // each array's dtype to a raggemm dtype name and handed narrow floats over as
-// raw bit views; here the arrays become zero-copy TensorViews, the output is
-// allocated as a numpy array, and the op runs with the GIL released.
+// raw bit views, and allocated the output; here the arrays become zero-copy
+// TensorViews and the op runs with the GIL released.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
