@@ -87,6 +87,14 @@ def test_vmap_over_lhs_and_group_sizes():
     assert rel_err(got, want) <= TOLERANCE
 
 
+def test_vmap_over_rhs():
+    lhs, rhs, sizes = random_problem(9)
+    batch = np.stack([rhs, -2 * rhs])
+    got = jax.jit(jax.vmap(rjax.ragged_dot, in_axes=(None, 0, None)))(lhs, batch, sizes)
+    want = np.stack([jax.lax.ragged_dot(lhs, b, sizes) for b in batch])
+    assert rel_err(got, want) <= TOLERANCE
+
+
 def test_vmap_of_grad():
     lhs, rhs, sizes = random_problem(4)
     batch = np.stack([lhs, 2 * lhs, -lhs])
