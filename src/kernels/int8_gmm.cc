@@ -54,39 +54,68 @@ ThreadBuffers& thread_buffers() {
 int64_t quads(int64_t k) { return (k + 3) / 4; }
 
 // B panels for columns [c0, c0 + width) of a [K, N] row-major matrix: panel
-// q holds columns c0 + q*nr .. in the quad layout, over all of K.
+// q holds columns c0 + q*nr .. in the quad layout, over all of K; and the
+// column sums over K. Loops run over contiguous bytes without divisions:
+// packing reads every weight byte once per item, so it must stay cheap.
 void pack_b(const int8_t* b, int64_t k, int64_t n, int64_t c0, int64_t width, int nr,
             int8_t* dst, int32_t* column_sums) {
   const int64_t kq = quads(k);
   const int64_t panels = (width + nr - 1) / nr;
-  std::memset(dst, 0, static_cast<size_t>(panels * kq * nr * 4));
+  static const int8_t kZeros[64] = {};  // >= any nr
+  for (int64_t q = 0; q < panels; ++q) {
+    const int64_t cols = std::min<int64_t>(nr, width - q * nr);
+    const int64_t col0 = c0 + q * nr;
+    for (int64_t p = 0; p < kq; ++p) {
+      const int8_t* rows[4];
+      for (int t = 0; t < 4; ++t) {
+        const int64_t kk = 4 * p + t;
+        rows[t] = kk < k ? b + kk * n + col0 : kZeros;
+      }
+      int8_t* out = dst + (q * kq + p) * nr * 4;
+      for (int64_t j = 0; j < cols; ++j) {
+        out[j * 4 + 0] = rows[0][j];
+        out[j * 4 + 1] = rows[1][j];
+        out[j * 4 + 2] = rows[2][j];
+        out[j * 4 + 3] = rows[3][j];
+      }
+      if (cols < nr) std::memset(out + cols * 4, 0, static_cast<size_t>((nr - cols) * 4));
+    }
+  }
   std::fill(column_sums, column_sums + panels * nr, 0);
   for (int64_t kk = 0; kk < k; ++kk) {
     const int8_t* row = b + kk * n + c0;
-    const int64_t p = kk / 4, t = kk % 4;
-    for (int64_t j = 0; j < width; ++j) {
-      const int64_t panel = j / nr, jj = j % nr;
-      dst[((panel * kq + p) * nr + jj) * 4 + t] = row[j];
-      column_sums[j] += row[j];
-    }
+    for (int64_t j = 0; j < width; ++j) column_sums[j] += row[j];
   }
 }
 
-// A micro-panels for rows [r0, r0 + rows) over all of K (biased: + 128).
+// A micro-panels for rows [r0, r0 + rows) over all of K (biased: + 128, as
+// a xor of the sign bit). Rows past `rows` and k past K are zero.
 void pack_a(const int8_t* a, int64_t k, int64_t r0, int64_t rows, int mr, bool biased,
             uint8_t* dst) {
   const int64_t kq = quads(k);
   const int64_t panels = (rows + mr - 1) / mr;
-  std::memset(dst, 0, static_cast<size_t>(panels * kq * mr * 4));
-  const uint8_t bias = biased ? 0x80 : 0x00;
-  for (int64_t i = 0; i < rows; ++i) {
-    const uint8_t* row = reinterpret_cast<const uint8_t*>(a + (r0 + i) * k);
-    uint8_t* panel = dst + (i / mr) * kq * mr * 4 + (i % mr) * 4;
-    for (int64_t kk = 0; kk < k; ++kk) {
-      panel[(kk / 4) * mr * 4 + kk % 4] = static_cast<uint8_t>(row[kk] ^ bias);
+  const uint32_t bias = biased ? 0x80808080u : 0u;
+  const int64_t whole_quads = k / 4;
+  for (int64_t i = 0; i < panels * mr; ++i) {
+    uint8_t* out = dst + (i / mr) * kq * mr * 4 + (i % mr) * 4;
+    const int64_t stride = static_cast<int64_t>(mr) * 4;
+    if (i >= rows) {
+      for (int64_t p = 0; p < kq; ++p) std::memset(out + p * stride, 0, 4);
+      continue;
     }
-    if (biased) {  // padding k of a biased row must add nothing: B is zero there
-      for (int64_t kk = k; kk < kq * 4; ++kk) panel[(kk / 4) * mr * 4 + kk % 4] = 0;
+    const uint8_t* row = reinterpret_cast<const uint8_t*>(a + (r0 + i) * k);
+    for (int64_t p = 0; p < whole_quads; ++p) {
+      uint32_t quad;
+      std::memcpy(&quad, row + 4 * p, 4);
+      quad ^= bias;
+      std::memcpy(out + p * stride, &quad, 4);
+    }
+    if (whole_quads < kq) {  // the ragged last quad; its padding must add nothing (B is 0 there)
+      uint8_t tail[4] = {0, 0, 0, 0};
+      for (int64_t kk = whole_quads * 4; kk < k; ++kk) {
+        tail[kk - whole_quads * 4] = static_cast<uint8_t>(row[kk] ^ (bias & 0xff));
+      }
+      std::memcpy(out + whole_quads * stride, tail, 4);
     }
   }
 }
