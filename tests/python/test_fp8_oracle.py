@@ -169,3 +169,78 @@ def test_dequantize_refuses_mismatched_files_and_writes_nothing(tmp_path):
                  "--type", "int8", "--out", tmp_path / "x.npy", expect_ok=False)
     assert result.returncode == 2 and result.stderr.startswith("error: --in")
     assert not (tmp_path / "x.npy").exists()
+
+
+def grouped_reference(lhs, rhs, sizes, transpose=False):
+    out = np.zeros((lhs.shape[0], rhs.shape[1] if transpose else rhs.shape[2]))
+    start = 0
+    for g, size in enumerate(sizes):
+        w = rhs[g].T if transpose else rhs[g]
+        out[start:start + size] = lhs[start:start + size].astype(np.float64) @ w
+        start += size
+    return out
+
+
+@pytest.mark.parametrize("quant,rhs_scales,kernel,bound", [
+    ("fp8", "channel", "v1", 0.07),
+    ("fp8", "block:32", "v2", 0.07),
+    ("int8", "channel", "v1", 0.02),
+    ("int8", "block:64", "v2", 0.02),
+])
+def test_cli_quantized_gmm_within_the_format_error(tmp_path, quant, rhs_scales, kernel, bound):
+    rng = np.random.default_rng(3)
+    lhs = rng.normal(size=(50, 96)).astype(np.float32)
+    rhs = rng.normal(size=(4, 96, 40)).astype(np.float32)
+    sizes = np.array([12, 0, 25, 9], np.int32)  # sum 46 < 50, an empty group
+    for name, array in [("l", lhs), ("r", rhs), ("s", sizes)]:
+        np.save(tmp_path / f"{name}.npy", array)
+    run("gmm", "--lhs", tmp_path / "l.npy", "--rhs", tmp_path / "r.npy", "--group-sizes",
+        tmp_path / "s.npy", "--out", tmp_path / "o.npy", "--quant", quant, "--rhs-scales",
+        rhs_scales, "--kernel", kernel)
+    out = np.load(tmp_path / "o.npy")
+    want = grouped_reference(lhs, rhs, sizes)
+    assert np.linalg.norm(out - want) / np.linalg.norm(want) <= bound
+    assert (out[46:] == 0).all()
+
+
+def test_cli_quantized_tgmm_within_the_format_error(tmp_path):
+    rng = np.random.default_rng(4)
+    lhs = rng.normal(size=(50, 24)).astype(np.float32)
+    dout = rng.normal(size=(50, 16)).astype(np.float32)
+    sizes = np.array([20, 0, 30], np.int32)
+    for name, array in [("l", lhs), ("d", dout), ("s", sizes)]:
+        np.save(tmp_path / f"{name}.npy", array)
+    run("tgmm", "--lhs", tmp_path / "l.npy", "--dout", tmp_path / "d.npy", "--group-sizes",
+        tmp_path / "s.npy", "--out", tmp_path / "o.npy", "--quant", "fp8")
+    out = np.load(tmp_path / "o.npy")
+    want = np.stack([lhs[:20].T @ dout[:20], np.zeros((24, 16)), lhs[20:].T @ dout[20:]])
+    assert np.linalg.norm(out - want) / np.linalg.norm(want) <= 0.12
+    assert (out[1] == 0).all()
+
+
+@pytest.mark.parametrize("command,flags,needle", [
+    ("gmm", ["--quant", "fp8", "--rhs-scales", "block:32"], "--rhs-scales"),  # block with v1
+    ("gmm", ["--quant", "fp8", "--rhs-scales", "block:16", "--kernel", "v2"], "--rhs-scales"),
+    ("gmm", ["--quant", "fp8", "--rhs-scales", "rows"], "--rhs-scales"),
+    ("gmm", ["--rhs-scales", "channel"], "--rhs-scales"),  # without --quant
+    ("gmm", ["--quant", "e4m3"], "--quant"),
+    ("gmm", ["--quant", "fp8", "--rhs-scales", "block:32", "--kernel", "v2",
+             "--tiles", "8,48,16"], "tiles"),
+    ("tgmm", ["--quant", "int8", "--rhs-scales", "block:64", "--kernel", "v2"], "--rhs-scales"),
+])
+def test_cli_refuses_quantization_settings_that_cannot_work(tmp_path, command, flags, needle):
+    rng = np.random.default_rng(5)
+    np.save(tmp_path / "a.npy", rng.normal(size=(20, 64)).astype(np.float32))
+    np.save(tmp_path / "s.npy", np.array([10, 10], np.int32))
+    if command == "gmm":
+        np.save(tmp_path / "b.npy", rng.normal(size=(2, 64, 16)).astype(np.float32))
+        inputs = ["--lhs", tmp_path / "a.npy", "--rhs", tmp_path / "b.npy"]
+    else:
+        np.save(tmp_path / "b.npy", rng.normal(size=(20, 16)).astype(np.float32))
+        inputs = ["--lhs", tmp_path / "a.npy", "--dout", tmp_path / "b.npy"]
+    result = run(command, *inputs, "--group-sizes", tmp_path / "s.npy", "--out",
+                 tmp_path / "o.npy", *flags, expect_ok=False)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: " + needle), result.stderr
+    assert not (tmp_path / "o.npy").exists()
