@@ -40,7 +40,10 @@ Run load_run(const std::string& dir) {
     if (line.empty()) continue;
     try {
       nlohmann::json entry = nlohmann::json::parse(line);
-      run.steps[entry.at("step").get<int64_t>()] = std::move(entry);
+      // The step first: json's operator= takes its argument by value, and
+      // C++17 evaluates the right side of '=' before the left.
+      const int64_t step = entry.at("step").get<int64_t>();
+      run.steps[step] = std::move(entry);
     } catch (const nlohmann::json::exception&) {
       // A line cut by a kill is skipped.
     }

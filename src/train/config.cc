@@ -20,10 +20,11 @@ std::vector<ConfigKey> build_keys() {
   std::vector<ConfigKey> keys = {
       {"run_name", "moe_base", "name of the run; output goes to base_output_directory/run_name"},
       {"base_output_directory", "runs", "where run directories are created"},
+      {"seed", "0", "seed of the parameters and the data"},
+      {"steps", "150", "training steps"},
       {"dataset_type", "synthetic", "synthetic (seeded Markov chain) or text (dataset_path, bytes)"},
       {"dataset_path", "", "text file read as bytes when dataset_type=text"},
       {"synthetic_branching", "4", "likely successors per state of the synthetic Markov chain"},
-      {"steps", "150", "training steps"},
       {"per_device_batch_size", "8", "sequences per step"},
       {"max_target_length", "128", "tokens per sequence"},
       {"vocab_size", "256", "vocabulary size (256 for text)"},
@@ -43,17 +44,19 @@ std::vector<ConfigKey> build_keys() {
       {"routed_scaling_factor", "1.0", "multiplies the routing weights"},
       {"load_balance_loss_weight", "0.01", "weight of the load-balancing loss"},
       {"fused_gate_up", "false", "one gate|up weight [E, embed, 2*mlp]; v2 fwd fuses SwiGLU"},
+      {"opt_type", "adamw", "sgd or adamw"},
       {"learning_rate", "0.003", "peak learning rate"},
       {"learning_rate_schedule_steps", "-1", "length of the schedule (-1: steps)"},
       {"warmup_steps_fraction", "0.05", "linear warmup, as a fraction of the schedule"},
       {"cosine_learning_rate_final_fraction", "0.1", "cosine decay ends at this fraction of the peak"},
-      {"opt_type", "adamw", "sgd or adamw"},
       {"adam_b1", "0.9", "AdamW beta1"},
       {"adam_b2", "0.95", "AdamW beta2"},
       {"adam_eps", "1e-8", "AdamW epsilon"},
       {"adam_weight_decay", "0.0", "AdamW decoupled weight decay"},
       {"weight_dtype", "f32", "f32 or bf16 (bf16 keeps f32 master weights)"},
       {"dtype", "f32", "activations / GMM inputs: f32 or bf16"},
+      {"quantization", "", "\"\", fp8_full or int8 (routed expert GMMs)"},
+      {"quantization_weight_scaling", "channel", "weight scales: channel or block:SIZE (v2)"},
   };
   keys.push_back({"use_gmm_v2", "false", "v2 (group-aligned) kernel for every pass"});
   for (const char* pass : {"fwd", "dlhs", "drhs"}) {
@@ -72,9 +75,6 @@ std::vector<ConfigKey> build_keys() {
   std::vector<ConfigKey> rest = {
       {"input_buffer_count", "", "packed panels in flight, 1..4 (\"\": heuristic)"},
       {"gmm_autotune", "false", "use tuned tiles from the tune cache (raggemm tune)"},
-      {"quantization", "", "\"\", fp8_full or int8 (routed expert GMMs)"},
-      {"quantization_weight_scaling", "channel", "weight scales: channel or block:SIZE (v2)"},
-      {"seed", "0", "seed of the parameters and the data"},
       {"enable_checkpointing", "false", "write checkpoints and resume from the last one"},
       {"checkpoint_period", "50", "steps between checkpoints"},
       {"profiler", "", "\"\" or trace (Chrome trace-event JSON of every op)"},

@@ -1,0 +1,76 @@
+// The whole model: finite differences of the f64 model, then the f32 model
+// (raggemm ops) against the f64 one.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "moe/moe_test_util.h"
+#include "train/model.h"
+
+namespace raggemm::train {
+namespace {
+
+ModelConfig tiny_model(bool fused) {
+  ModelConfig config;
+  config.vocab_size = 11;
+  config.num_layers = 3;
+  config.dense_layers = 1;
+  config.moe.embed_dim = 6;
+  config.moe.mlp_dim = 5;
+  config.moe.router.num_experts = 4;
+  config.moe.router.top_k = 2;
+  config.moe.router.load_balance_loss_weight = 0.05;
+  config.moe.shared_experts = 1;
+  config.moe.fused_gate_up = fused;
+  return config;
+}
+
+const std::vector<int32_t> kInputs = {1, 4, 4, 9, 0, 10, 3, 7};
+const std::vector<int32_t> kTargets = {4, 4, 9, 0, 10, 3, 7, 2};
+
+class ModelGradientTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ModelGradientTest, F64MatchesFiniteDifferences) {
+  Model<double> model(tiny_model(GetParam()), nullptr);
+  model.init(9);
+  const int64_t tokens = static_cast<int64_t>(kInputs.size());
+  model.loss_and_grad(kInputs.data(), kTargets.data(), tokens);
+  const double eps = 1e-6;
+  for (moe::Param<double>* p : model.params()) {
+    const std::vector<double> grad = p->grad;
+    for (size_t i = 0; i < grad.size(); ++i) {
+      const double saved = p->value[i];
+      p->value[i] = saved + eps;
+      const double plus = model.loss(kInputs.data(), kTargets.data(), tokens).total;
+      p->value[i] = saved - eps;
+      const double minus = model.loss(kInputs.data(), kTargets.data(), tokens).total;
+      p->value[i] = saved;
+      const double numeric = (plus - minus) / (2 * eps);
+      EXPECT_NEAR(grad[i], numeric, 1e-7 + 1e-5 * std::abs(numeric)) << p->name << "[" << i << "]";
+    }
+  }
+}
+
+TEST_P(ModelGradientTest, F32OpsMatchF64) {
+  Model<double> reference(tiny_model(GetParam()), nullptr);
+  reference.init(9);
+  Model<float> model(tiny_model(GetParam()), nullptr);
+  moe::testing::copy_params(reference.params(), model.params());
+  const int64_t tokens = static_cast<int64_t>(kInputs.size());
+  const LossParts want = reference.loss_and_grad(kInputs.data(), kTargets.data(), tokens);
+  const LossParts got = model.loss_and_grad(kInputs.data(), kTargets.data(), tokens);
+  EXPECT_NEAR(got.total, want.total, 1e-5 * std::abs(want.total));
+  for (size_t i = 0; i < model.params().size(); ++i) {
+    EXPECT_LT(moe::testing::relative_frobenius(model.params()[i]->grad, reference.params()[i]->grad),
+              1e-4)
+        << model.params()[i]->name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(GateUp, ModelGradientTest, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "fused" : "separate"; });
+
+}  // namespace
+}  // namespace raggemm::train

@@ -1,0 +1,272 @@
+// `raggemm train` and `raggemm compare` end to end: smoke trains of every
+// kernel/precision configuration, output files, resume identity, a killed
+// run leaving no torn checkpoint, config errors at the CLI.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "raggemm/error.h"
+#include "raggemm/train.h"
+
+namespace raggemm::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kCli = RAGGEMM_CLI_PATH;
+const std::string kBase = std::string(RAGGEMM_SOURCE_DIR) + "/configs/base.yml";
+
+// Small enough that a step takes milliseconds.
+const std::string kSmall =
+    " base_emb_dim=64 base_mlp_dim=128 per_device_batch_size=2 max_target_length=32"
+    " vocab_size=64 num_experts=4 num_experts_per_tok=2";
+
+struct Output {
+  int status;
+  std::string text;
+};
+
+Output run(const std::string& args) {
+  const std::string command = kCli + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  Output out{-1, ""};
+  if (!pipe) return out;
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) out.text.append(buffer, n);
+  const int status = pclose(pipe);
+  out.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() /
+            ("raggemm_train_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string str() const { return path_.string(); }
+
+ private:
+  fs::path path_;
+  static inline int counter_ = 0;
+};
+
+std::vector<nlohmann::json> read_metrics(const std::string& run_dir) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(fs::path(run_dir) / "metrics.jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  }
+  return out;
+}
+
+struct SmokeCase {
+  std::string mode;       // v1, v2, hybrid
+  std::string precision;  // f32, bf16, fp8_full, int8
+};
+
+std::string mode_args(const SmokeCase& c) {
+  std::string args;
+  if (c.mode == "v2") args += " use_gmm_v2=true";
+  // The other form on purpose: "key:" "value" as two words.
+  if (c.mode == "hybrid") args += " use_gmm_v2_fwd: true use_gmm_v2_dlhs: false use_gmm_v2_drhs=true";
+  if (c.precision == "bf16") args += " dtype=bf16 weight_dtype=bf16";
+  if (c.precision == "fp8_full" || c.precision == "int8") args += " quantization=" + c.precision;
+  return args;
+}
+
+class SmokeTrainTest : public ::testing::TestWithParam<SmokeCase> {};
+
+TEST_P(SmokeTrainTest, TwoStepsFromTheCli) {
+  TempDir dir;
+  const SmokeCase& c = GetParam();
+  const Output out = run("train " + kBase + " steps=2 base_output_directory=" + dir.str() +
+                         " run_name=smoke" + kSmall + mode_args(c));
+  ASSERT_EQ(out.status, 0) << out.text;
+  EXPECT_NE(out.text.find("step     2/2"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("loss floor"), std::string::npos);
+  const std::string run_dir = dir.str() + "/smoke";
+  const auto metrics = read_metrics(run_dir);
+  ASSERT_EQ(metrics.size(), 2u);
+  for (const auto& m : metrics) {
+    for (const char* field : {"step", "loss", "step_time_s", "tokens_per_s", "gmm_gflops",
+                              "gmm_time_share"}) {
+      EXPECT_TRUE(m.contains(field)) << field;
+    }
+    EXPECT_TRUE(std::isfinite(m["loss"].get<double>()));
+    EXPECT_GT(m["gmm_gflops"].get<double>(), 0);
+    EXPECT_GT(m["gmm_time_share"].get<double>(), 0);
+    EXPECT_LE(m["gmm_time_share"].get<double>(), 1.0);
+  }
+  EXPECT_TRUE(fs::exists(fs::path(run_dir) / "config.yml"));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Configs, SmokeTrainTest,
+    ::testing::ValuesIn([] {
+      std::vector<SmokeCase> cases;
+      for (const char* m : {"v1", "v2", "hybrid"})
+        for (const char* p : {"f32", "bf16", "fp8_full", "int8"}) cases.push_back({m, p});
+      return cases;
+    }()),
+    [](const auto& info) { return info.param.mode + "_" + info.param.precision; });
+
+TEST(TrainCliTest, LossFallsAndTraceOpens) {
+  TempDir dir;
+  const Output out = run("train " + kBase + " steps=30 base_output_directory=" + dir.str() +
+                         " run_name=falls profiler=trace shared_experts=1 first_num_dense_layers=1" +
+                         " fused_gate_up=true use_gmm_v2=true" + kSmall);
+  ASSERT_EQ(out.status, 0) << out.text;
+  const auto metrics = read_metrics(dir.str() + "/falls");
+  ASSERT_EQ(metrics.size(), 30u);
+  EXPECT_LT(metrics.back()["loss"].get<double>(), metrics.front()["loss"].get<double>() - 1.0);
+  std::ifstream trace(dir.str() + "/falls/trace.json");
+  const nlohmann::json events = nlohmann::json::parse(trace)["traceEvents"];
+  ASSERT_GT(events.size(), 30u);
+  bool saw_gmm = false;
+  for (const auto& e : events) {
+    EXPECT_EQ(e["ph"], "X");
+    saw_gmm |= e["name"] == "moe/wi/fwd_swiglu";
+  }
+  EXPECT_TRUE(saw_gmm);
+}
+
+TEST(TrainCliTest, ConfigErrorsAreOneLineAndExit2) {
+  const Output unknown = run("train " + kBase + " stpes=3");
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_EQ(unknown.text, "error: stpes=3: unknown config key; did you mean 'steps'?\n");
+  const Output contradiction = run("train use_gmm_v2=true use_gmm_v2_fwd: false");
+  EXPECT_EQ(contradiction.status, 2);
+  EXPECT_NE(contradiction.text.find("error: use_gmm_v2,use_gmm_v2_fwd=true,false"), std::string::npos)
+      << contradiction.text;
+  const Output missing = run("train /nonexistent/config.yml");
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.text.find("error: config=/nonexistent/config.yml"), std::string::npos);
+}
+
+// A run resumed from its checkpoint gives bitwise-identical losses.
+TEST(TrainCliTest, ResumeIsBitwiseIdentical) {
+  TempDir dir;
+  const std::string common = "train " + kBase + " base_output_directory=" + dir.str() +
+                             " enable_checkpointing=true checkpoint_period=3"
+                             " learning_rate_schedule_steps=6 weight_dtype=bf16" + kSmall;
+  ASSERT_EQ(run(common + " run_name=straight steps=6").status, 0);
+  ASSERT_EQ(run(common + " run_name=resumed steps=3").status, 0);
+  const Output second = run(common + " run_name=resumed steps=6");
+  ASSERT_EQ(second.status, 0) << second.text;
+  EXPECT_NE(second.text.find("resumed from"), std::string::npos) << second.text;
+  const auto straight = read_metrics(dir.str() + "/straight");
+  const auto resumed = read_metrics(dir.str() + "/resumed");
+  ASSERT_EQ(straight.size(), 6u);
+  ASSERT_EQ(resumed.size(), 6u);
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(resumed[i]["step"], straight[i]["step"]);
+    // Bitwise: the doubles round-trip through JSON exactly.
+    EXPECT_EQ(resumed[i]["loss"].get<double>(), straight[i]["loss"].get<double>()) << "step " << i + 1;
+  }
+}
+
+// Killing a run at arbitrary moments never leaves a checkpoint that fails to
+// verify, and the run resumes from the newest one.
+TEST(TrainCliTest, KilledRunLeavesNoTornCheckpoint) {
+  TempDir dir;
+  const std::string run_dir = dir.str() + "/killed";
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      const std::string out = "base_output_directory=" + dir.str();
+      const int devnull = ::open("/dev/null", 1);
+      dup2(devnull, 1);
+      dup2(devnull, 2);
+      execl(kCli.c_str(), kCli.c_str(), "train", kBase.c_str(), out.c_str(), "run_name=killed",
+            "steps=100000", "enable_checkpointing=true", "checkpoint_period=1",
+            "base_emb_dim=128", "base_mlp_dim=256", "per_device_batch_size=2",
+            "max_target_length=32", "vocab_size=64", "num_experts=4", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    // Wait for a few new checkpoints, then kill without warning.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    size_t count = 0;
+    while (std::chrono::steady_clock::now() < deadline) {
+      count = 0;
+      if (fs::exists(run_dir + "/checkpoints")) {
+        for (const auto& e : fs::directory_iterator(run_dir + "/checkpoints")) {
+          count += e.path().extension() == ".ckpt";
+        }
+      }
+      if (count >= static_cast<size_t>(2 + 2 * attempt)) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(7 * attempt));
+    kill(child, SIGKILL);
+    int status = 0;
+    waitpid(child, &status, 0);
+    ASSERT_GE(count, 2u);
+    for (const auto& e : fs::directory_iterator(run_dir + "/checkpoints")) {
+      if (e.path().extension() != ".ckpt") continue;  // temp files of a cut write
+      EXPECT_NO_THROW(verify_checkpoint(e.path().string())) << e.path();
+    }
+  }
+}
+
+TEST(TrainCliTest, CorruptCheckpointIsRefused) {
+  TempDir dir;
+  ASSERT_EQ(run("train " + kBase + " base_output_directory=" + dir.str() +
+                " run_name=c steps=2 enable_checkpointing=true checkpoint_period=1" + kSmall)
+                .status,
+            0);
+  const std::string path = dir.str() + "/c/checkpoints/step_00000002.ckpt";
+  ASSERT_EQ(verify_checkpoint(path), 2);
+  fs::resize_file(path, fs::file_size(path) - 100);
+  EXPECT_THROW(verify_checkpoint(path), Error);
+  // The run falls back to the older, intact checkpoint.
+  const Output out = run("train " + kBase + " base_output_directory=" + dir.str() +
+                         " run_name=c steps=3 enable_checkpointing=true checkpoint_period=1" + kSmall);
+  ASSERT_EQ(out.status, 0) << out.text;
+  EXPECT_NE(out.text.find("step_00000001.ckpt (step 1)"), std::string::npos) << out.text;
+}
+
+TEST(CompareCliTest, PrintsDifferencesAndPlots) {
+  TempDir dir;
+  const std::string common = "train " + kBase + " base_output_directory=" + dir.str() + " steps=4" + kSmall;
+  ASSERT_EQ(run(common + " run_name=f32").status, 0);
+  ASSERT_EQ(run(common + " run_name=fp8 quantization=fp8_full").status, 0);
+  const std::string png = dir.str() + "/loss.png";
+  const Output out = run("compare " + dir.str() + "/f32 " + dir.str() + "/fp8 --plot " + png);
+  ASSERT_EQ(out.status, 0) << out.text;
+  EXPECT_NE(out.text.find("diff"), std::string::npos);
+  EXPECT_NE(out.text.find("tokens/s"), std::string::npos);
+  EXPECT_NE(out.text.find("     4"), std::string::npos) << out.text;
+  if (system("command -v gnuplot >/dev/null 2>&1") == 0) {
+    ASSERT_TRUE(fs::exists(png)) << out.text;
+    std::ifstream in(png, std::ios::binary);
+    char magic[4] = {};
+    in.read(magic, 4);
+    EXPECT_EQ(std::string(magic + 1, 3), "PNG");
+  }
+  const Output missing = run("compare " + dir.str() + "/nope");
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.text.find("error: RUN_DIR="), std::string::npos) << missing.text;
+}
+
+}  // namespace
+}  // namespace raggemm::train
