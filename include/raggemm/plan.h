@@ -253,6 +253,15 @@ struct KernelOverrides {
 ResolvedPassConfig resolve_problem(const GmmShape& shape, const KernelOverrides& overrides,
                                    const TuneCache* cache);
 
+// For tools that run one raw op with some fields given by the user (the
+// `gmm`, `tgmm` and `bench` commands): the cached winner for `shape` fills
+// the tiles left at 0, and *kernel / *input_buffer_count unless those
+// pointers are null (given by the user). On a miss, or with cache ==
+// nullptr, nothing changes (the op's own defaults apply). Returns whether an
+// entry was used.
+bool fill_from_tune_cache(const GmmShape& shape, const TuneCache* cache, Tiles& tiles,
+                          KernelVersion* kernel, int* input_buffer_count);
+
 // Resolves one (weight, pass) of an MoE block from its plan.
 ResolvedPassConfig resolve(const GmmPlan& plan, Weight weight, Pass pass, const ModelDims& dims,
                            int64_t groups, const std::vector<int32_t>& group_sizes,

@@ -3,7 +3,7 @@
 //
 //   raggemm bench {gmm,dlhs,tgmm} --m M --k K --n N --groups G
 //       --dist uniform|zipf:S|empty:F --dtype f32|bf16|int8|fp8_e4m3 --kernel v1|v2
-//       [--tiles M,K,N] --threads T --reps R [--json] [--buffers N]
+//       [--tiles M,K,N] --threads T --reps R [--json] [--buffers N] [--no-cache]
 //       [--warmup W] [--check]
 //
 // Ours runs first, on inputs in the chosen storage dtype, and peak RSS is
@@ -25,6 +25,7 @@
 #include "cli/common.h"
 #include "cli/quant_flags.h"
 #include "raggemm/error.h"
+#include "raggemm/plan.h"
 
 namespace raggemm::cli {
 namespace {
@@ -111,6 +112,8 @@ int run_bench(const std::vector<std::string>& args) {
   app.add_flag("--json", flags.json, "print one JSON object instead of a table");
   app.add_flag("--check", flags.check,
                "compare ours with the OpenBLAS loop (relative error; exit 1 above 1e-4)");
+  bool no_cache = false;
+  app.add_flag("--no-cache", no_cache, "do not take unset tiles, kernel and buffers from the tune cache");
   parse_command_line(app, args);
 
   const BenchOp op = bench::parse_bench_op(flags.op, "op");
@@ -123,7 +126,17 @@ int run_bench(const std::vector<std::string>& args) {
   const std::optional<QuantRecipe> quant = bench_quant_dtype(kernel_flags.dtype);
   const std::string dtype_text = kernel_flags.dtype;
   if (quant) kernel_flags.dtype = "f32";
-  const KernelSettings settings = parse_kernel_flags(kernel_flags);
+  KernelSettings settings = parse_kernel_flags(kernel_flags);
+  if (!no_cache) {  // bench's dlhs (m, k, n) is the op problem lhs [m, n] contracted with n
+    const bool dlhs = op == BenchOp::kDlhs;
+    const GmmShape shape{.pass = op == BenchOp::kGmm ? Pass::kForward : dlhs ? Pass::kGradLhs : Pass::kGradRhs,
+                         .m = m, .k = dlhs ? n : k, .n = dlhs ? k : n, .groups = groups,
+                         .lhs_dtype = settings.dtype, .rhs_dtype = settings.dtype,
+                         .quantization = quant ? "quantized" : "", .group_sizes = {}};
+    fill_from_tune_cache(shape, &TuneCache::shared_default(), settings.tiles,
+                         kernel_flags.given("--kernel") ? nullptr : &settings.kernel,
+                         kernel_flags.given("--buffers") ? nullptr : &settings.buffers);
+  }
   const int threads = settings.threads > 0 ? settings.threads : omp_get_max_threads();
   const int reps = static_cast<int>(parse_int(flags.reps, "--reps", 1, 100000));
   const int warmup = static_cast<int>(parse_int(flags.warmup, "--warmup", 0, 1000));

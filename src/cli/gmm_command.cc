@@ -3,7 +3,7 @@
 //
 //   raggemm gmm --lhs L.npy --rhs R.npy --group-sizes S.npy --out O.npy
 //       [--transpose-rhs] [--tiles M,K,N] [--kernel v1|v2] [--threads T]
-//       [--dtype f32|bf16] [--buffers N] [--quant fp8|int8 [--rhs-scales channel|block:SIZE]]
+//       [--dtype f32|bf16] [--buffers N] [--no-cache] [--quant fp8|int8 [--rhs-scales channel|block:SIZE]]
 //
 // Everything is read and checked before computing, and the output is written
 // atomically at the end, so a rejected run leaves no file behind.
@@ -15,6 +15,7 @@
 #include "raggemm/error.h"
 #include "raggemm/gmm.h"
 #include "raggemm/npy.h"
+#include "raggemm/plan.h"
 
 namespace raggemm::cli {
 namespace {
@@ -36,6 +37,8 @@ int run_gmm(const std::vector<std::string>& args) {
   add_kernel_flags(app, kernel_flags);
   QuantFlags quant_flags;
   add_quant_flags(app, quant_flags);
+  bool no_cache = false;
+  app.add_flag("--no-cache", no_cache, "do not take unset tiles, kernel and buffers from the tune cache");
   parse_command_line(app, args);
 
   const KernelSettings settings = parse_kernel_flags(kernel_flags);
@@ -65,6 +68,14 @@ int run_gmm(const std::vector<std::string>& args) {
   options.kernel = settings.kernel;
   options.threads = settings.threads;
   options.input_buffer_count = settings.buffers;
+  if (!no_cache) {
+    const GmmShape shape{.pass = transpose_rhs ? Pass::kGradLhs : Pass::kForward, .m = rows, .k = depth,
+                         .n = rhs.dim(transpose_rhs ? 1 : 2), .groups = rhs.dim(0), .lhs_dtype = settings.dtype,
+                         .rhs_dtype = settings.dtype, .quantization = quant ? "quantized" : "", .group_sizes = {}};
+    fill_from_tune_cache(shape, &TuneCache::shared_default(), options.tiles,
+                         kernel_flags.given("--kernel") ? nullptr : &options.kernel,
+                         kernel_flags.given("--buffers") ? nullptr : &options.input_buffer_count);
+  }
   Tensor out = quant ? quantized_gmm(to_storage(lhs, settings.dtype),
                                      to_storage(rhs, settings.dtype), group_sizes, options, *quant)
                      : gmm(to_storage(lhs, settings.dtype), to_storage(rhs, settings.dtype),

@@ -19,9 +19,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr int kReferenceSamples = 48;     // sampled output rows per group-size set
-constexpr double kMinMeasureSeconds = 0.02;  // a measurement repeats short calls up to this
-constexpr int kMaxRepsPerMeasure = 32;
-constexpr int kFinalRounds = 3;           // timed runs per survivor in round 2
+// Round 1 times each candidate at least twice and for 20 ms; round 2 (the
+// survivors) at least five times and for 60 ms.
+constexpr int kFirstSamples = 2;
+constexpr double kFirstSeconds = 0.02;
+constexpr int kFinalSamples = 5;
+constexpr double kFinalSeconds = 0.06;
+constexpr int kMaxSamples = 64;
 constexpr size_t kValuesPerAxis = 5;      // axis sweep: the heuristic's value and 4 more
 constexpr double kAxisSpread = 4.0;       // candidates within 4x of the heuristic's tile
 constexpr int kMaxBuffers = 4;
@@ -106,27 +110,33 @@ class Bench {
     }
   }
 
+  // One untimed run per set, so that first-touch costs (output pages, packing
+  // workspaces, the OpenMP thread pool) are not charged to the first candidate.
+  void warm_up(const TuneCandidate& c) {
+    for (SizeSet& set : sets_) run(c, set);
+  }
+
   // Runs once per group-size set (warm-up + equivalence check), then times
-  // `rounds` measurements per set; returns the sum over sets of the medians.
-  double measure(const TuneCandidate& c, int rounds, bool* passed) {
+  // single calls until `min_samples` of them and `min_seconds` have passed;
+  // returns the sum over sets of the fastest call. The minimum, not the mean:
+  // under background load (other processes, a descheduled OpenMP thread) the
+  // fastest of a few calls is the stable measure of what a config can do.
+  double measure(const TuneCandidate& c, int min_samples, double min_seconds, bool* passed) {
     double total = 0;
     *passed = true;
     for (SizeSet& set : sets_) {
-      const auto warm_start = Clock::now();
       run(c, set);
-      const double warm = seconds_since(warm_start);
       if (sabotage_ && sabotage_(c) && out_.numel() > 0) out_.as<float>()[0] += 1.0f;
       if (!matches_reference(set.reference, out_.as<float>())) *passed = false;
-      const int reps = std::clamp(static_cast<int>(kMinMeasureSeconds / std::max(warm, 1e-6)), 1,
-                                  kMaxRepsPerMeasure);
-      std::vector<double> times;
-      for (int round = 0; round < rounds; ++round) {
-        const auto start = Clock::now();
-        for (int rep = 0; rep < reps; ++rep) run(c, set);
-        times.push_back(seconds_since(start) / reps);
+      double fastest = 1e300, spent = 0;
+      for (int sample = 0; sample < kMaxSamples && (sample < min_samples || spent < min_seconds); ++sample) {
+        const auto call_start = Clock::now();
+        run(c, set);
+        const double seconds = seconds_since(call_start);
+        fastest = std::min(fastest, seconds);
+        spent += seconds;
       }
-      std::nth_element(times.begin(), times.begin() + static_cast<long>(times.size() / 2), times.end());
-      total += times[times.size() / 2];
+      total += fastest;
     }
     return total;
   }
@@ -223,7 +233,7 @@ TuneResult tune_problem(const GmmShape& shape, const TuneOptions& options) {
     }
     const auto measure_start = Clock::now();
     Timed t{c, 0, false};
-    t.seconds = bench.measure(c, 1, &t.passed);
+    t.seconds = bench.measure(c, kFirstSamples, kFirstSeconds, &t.passed);
     last_cost = seconds_since(measure_start);
     timed.push_back(t);
     log("  " + describe(c) + ": " + std::to_string(t.seconds * 1e3) + " ms" +
@@ -237,6 +247,7 @@ TuneResult tune_problem(const GmmShape& shape, const TuneOptions& options) {
     return best;
   };
 
+  bench.warm_up(heuristic_candidate);
   try_candidate(heuristic_candidate);
   const Tiles extents = kernel_extents(shape);
   const Tiles& h = heuristic_candidate.tiles;
@@ -318,23 +329,23 @@ TuneResult tune_problem(const GmmShape& shape, const TuneOptions& options) {
   bool heuristic_remeasured = false;
   for (size_t i = 0; i < survivors.size(); ++i) {
     Timed& t = survivors[i];
-    if (!fits(last_cost * kFinalRounds)) {
+    if (!fits(last_cost * kFinalSamples / (kFirstSamples + 1))) {
       result.budget_cut = true;
       break;
     }
     bool passed = false;
     const auto measure_start = Clock::now();
-    t.seconds = bench.measure(t.candidate, kFinalRounds, &passed);
-    last_cost = seconds_since(measure_start) / kFinalRounds;
+    t.seconds = bench.measure(t.candidate, kFinalSamples, kFinalSeconds, &passed);
+    last_cost = seconds_since(measure_start) * (kFirstSamples + 1) / (kFinalSamples + 1);
     t.passed = t.passed && passed;
     if (t.candidate == heuristic_candidate) {
       heuristic_final = t.seconds;
       heuristic_remeasured = true;
     }
   }
-  if (!heuristic_remeasured && timed.front().passed && fits(last_cost * kFinalRounds)) {
+  if (!heuristic_remeasured && timed.front().passed && fits(last_cost * kFinalSamples / (kFirstSamples + 1))) {
     bool passed = false;
-    heuristic_final = bench.measure(heuristic_candidate, kFinalRounds, &passed);
+    heuristic_final = bench.measure(heuristic_candidate, kFinalSamples, kFinalSeconds, &passed);
   }
   std::map<std::string, double> final_times;
   for (const Timed& t : survivors) final_times[describe(t.candidate)] = t.seconds;

@@ -75,6 +75,20 @@ ResolvedPassConfig resolve_problem(const GmmShape& shape, const KernelOverrides&
   return config;
 }
 
+bool fill_from_tune_cache(const GmmShape& shape, const TuneCache* cache, Tiles& tiles,
+                          KernelVersion* kernel, int* input_buffer_count) {
+  if (!cache) return false;
+  const std::optional<TuneEntry> entry = cache->find(shape);
+  if (!entry) return false;
+  const TuneCandidate& winner = entry->winner;
+  if (tiles.m == 0) tiles.m = winner.tiles.m;
+  if (tiles.k == 0) tiles.k = winner.tiles.k;
+  if (tiles.n == 0) tiles.n = winner.tiles.n;
+  if (kernel) *kernel = winner.kernel;
+  if (input_buffer_count) *input_buffer_count = winner.input_buffer_count;
+  return true;
+}
+
 ResolvedPassConfig resolve(const GmmPlan& plan, Weight weight, Pass pass, const ModelDims& dims,
                            int64_t groups, const std::vector<int32_t>& group_sizes,
                            const TuneCache* cache, DType dtype) {
