@@ -31,6 +31,9 @@ HWY_NOINLINE void Tile(int64_t kc, const float* HWY_RESTRICT a, const float* HWY
   const size_t N = hn::Lanes(d);
   V acc0[R];
   V acc1[R];
+  // Full unrolling lets GCC keep acc0/acc1 in registers (without it the
+  // arrays live on the stack and every FMA round-trips through memory).
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
     acc0[i] = hn::Zero(d);
     acc1[i] = hn::Zero(d);
@@ -40,6 +43,7 @@ HWY_NOINLINE void Tile(int64_t kc, const float* HWY_RESTRICT a, const float* HWY
     const V b0 = hn::Load(d, b + p * 2 * N);
     const V b1 = hn::Load(d, b + p * 2 * N + N);
     const float* ap = a + p * kMR;
+#pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
       const V ai = hn::Set(d, ap[i]);
       acc0[i] = hn::MulAdd(ai, b0, acc0[i]);
@@ -47,6 +51,7 @@ HWY_NOINLINE void Tile(int64_t kc, const float* HWY_RESTRICT a, const float* HWY
     }
   }
   if (static_cast<size_t>(cols) == 2 * N) {
+#pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
       float* row = c + i * ldc;
       if (accumulate) {
@@ -61,6 +66,7 @@ HWY_NOINLINE void Tile(int64_t kc, const float* HWY_RESTRICT a, const float* HWY
   }
   // Ragged right edge: spill to a buffer, then touch only the valid columns.
   HWY_ALIGN float spill[2 * kMaxLanes];
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
     hn::Store(acc0[i], d, spill);
     hn::Store(acc1[i], d, spill + N);
