@@ -74,7 +74,7 @@ std::vector<ConfigKey> build_keys() {
   }
   std::vector<ConfigKey> rest = {
       {"input_buffer_count", "", "packed panels in flight, 1..4 (\"\": heuristic)"},
-      {"gmm_autotune", "false", "use tuned tiles from the tune cache (raggemm tune)"},
+      {"gmm_autotune", "false", "tune the expert GMM shapes the tune cache lacks (3 s each), then use the cache"},
       {"enable_checkpointing", "false", "write checkpoints and resume from the last one"},
       {"checkpoint_period", "50", "steps between checkpoints"},
       {"profiler", "", "\"\" or trace (Chrome trace-event JSON of every op)"},

@@ -19,6 +19,7 @@
 #include "train/data.h"
 #include "train/model.h"
 #include "train/optimizer.h"
+#include "tune/autotune.h"
 
 namespace raggemm::train {
 namespace {
@@ -96,6 +97,32 @@ void describe_plans(const TrainConfig& config, std::ostream& log) {
   }
 }
 
+// gmm_autotune=true: tunes every expert (weight, pass) shape the tune cache
+// lacks, before anything resolves a plan, so the layers find the winners
+// (explicit tile keys still win, field by field).
+void autotune_missing(const TrainConfig& config, std::ostream& log) {
+  TuneCache cache(TuneCache::default_path());
+  const int64_t rows = config.tokens_per_step() * config.moe.router.top_k;
+  const int64_t f = config.moe.fused_gate_up ? 2 * config.moe.mlp_dim : config.moe.mlp_dim;
+  for (Weight weight : kAllWeights) {
+    const ModelDims dims{rows, config.moe.embed_dim, weight == Weight::kWi ? f : config.moe.mlp_dim};
+    for (Pass pass : kAllPasses) {
+      GmmShape shape = block_pass_shape(weight, pass, dims, config.moe.router.num_experts, {},
+                                        config.moe.dtype);
+      shape.quantization = config.moe.quantization;
+      if (cache.find(shape)) continue;
+      tune::TuneOptions options;
+      options.budget_s = 3.0;
+      const tune::TuneResult tuned = tune::tune_problem(shape, options);
+      cache.store(shape, tuned.entry);
+      const Tiles& t = tuned.entry.winner.tiles;
+      log << "  autotuned " << weight_name(weight) << " " << pass_name(pass) << ": "
+          << kernel_name(tuned.entry.winner.kernel) << " (" << t.m << "," << t.k << "," << t.n
+          << ") in " << cache.path() << "\n";
+    }
+  }
+}
+
 }  // namespace
 
 TrainResult run_training(const TrainConfig& config, std::ostream& log) {
@@ -115,6 +142,7 @@ TrainResult run_training(const TrainConfig& config, std::ostream& log) {
                                    config.seed);
   result.loss_floor = data->loss_floor();
 
+  if (config.moe.use_tune_cache) autotune_missing(config, log);
   Profiler profiler(config.profiler == "trace");
   ModelConfig model_config;
   model_config.vocab_size = config.vocab_size;
