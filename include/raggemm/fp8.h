@@ -23,6 +23,13 @@ float fp8_e5m2_to_f32(uint8_t code);
 // loops decode through it. Throws Error for any other dtype.
 const float* fp8_decode_table(DType dtype);
 
+// Bulk decoding for packing loops: out[j] = decode(src[j]) * scale *
+// (col_scales ? col_scales[j] : 1) for j < count. Branch-free integer
+// arithmetic (no table), compiled per SIMD level and chosen at load time;
+// bit-identical to the table. dtype: kF8E4M3 or kF8E5M2.
+void fp8_decode_span(DType dtype, const uint8_t* src, int64_t count, float scale,
+                     const float* col_scales, float* out);
+
 // Saturating: finite values beyond +-448 and infinities become +-448; NaN
 // becomes 0x7f / 0xff (the format's NaN, sign kept).
 uint8_t f32_to_fp8_e4m3(float value);

@@ -101,6 +101,79 @@ const float* fp8_decode_table(DType dtype) {
   fail("dtype", dtype_name(dtype), "no fp8 decode table (expected fp8_e4m3 or fp8_e5m2)");
 }
 
+namespace {
+
+// One code to f32 bits without a table, so loops over spans vectorize:
+// normal magnitudes rebias the exponent and widen the mantissa; subnormal
+// ones are mantissa * 2^(1 - bias - mantissa_bits), exact in f32.
+// Selects are written as masks: with ?: the compiler sees control flow and
+// gives up vectorizing.
+inline uint32_t mask_if(bool condition) { return 0u - static_cast<uint32_t>(condition); }
+
+inline float decode_e4m3_branchless(uint8_t code) {
+  const uint32_t sign = static_cast<uint32_t>(code & 0x80u) << 24;
+  const uint32_t magnitude = code & 0x7fu;
+  const uint32_t normal = (magnitude << 20) + (120u << 23);
+  const uint32_t subnormal = bits_of(static_cast<float>(static_cast<int32_t>(magnitude)) * 0x1p-9f);
+  const uint32_t is_normal = mask_if(magnitude >= 8u);
+  const uint32_t is_nan = mask_if(magnitude == 0x7fu);
+  const uint32_t bits = (normal & is_normal) | (subnormal & ~is_normal);
+  return float_of(sign | (bits & ~is_nan) | (0x7fc00000u & is_nan));
+}
+
+inline float decode_e5m2_branchless(uint8_t code) {
+  const uint32_t sign = static_cast<uint32_t>(code & 0x80u) << 24;
+  const uint32_t magnitude = code & 0x7fu;
+  const uint32_t normal = (magnitude << 21) + (112u << 23);
+  const uint32_t subnormal = bits_of(static_cast<float>(static_cast<int32_t>(magnitude)) * 0x1p-16f);
+  const uint32_t is_normal = mask_if(magnitude >= 4u);
+  // Infinities, and NaNs (quiet, as the table has them).
+  const uint32_t is_special = mask_if(magnitude >= 0x7cu);
+  const uint32_t special = 0x7f800000u | (0x00400000u & mask_if((magnitude & 3u) != 0));
+  const uint32_t bits = (normal & is_normal) | (subnormal & ~is_normal);
+  return float_of(sign | (bits & ~is_special) | (special & is_special));
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__)
+#define RAGGEMM_FP8_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define RAGGEMM_FP8_CLONES
+#endif
+
+template <float (*Decode)(uint8_t)>
+inline void decode_loop(const uint8_t* src, int64_t count, float scale, const float* col_scales,
+                        float* out) {
+  if (col_scales) {
+    for (int64_t j = 0; j < count; ++j) out[j] = Decode(src[j]) * scale * col_scales[j];
+  } else {
+    for (int64_t j = 0; j < count; ++j) out[j] = Decode(src[j]) * scale;
+  }
+}
+
+RAGGEMM_FP8_CLONES void decode_e4m3_span(const uint8_t* src, int64_t count, float scale,
+                                         const float* col_scales, float* out) {
+  decode_loop<decode_e4m3_branchless>(src, count, scale, col_scales, out);
+}
+
+RAGGEMM_FP8_CLONES void decode_e5m2_span(const uint8_t* src, int64_t count, float scale,
+                                         const float* col_scales, float* out) {
+  decode_loop<decode_e5m2_branchless>(src, count, scale, col_scales, out);
+}
+
+}  // namespace
+
+void fp8_decode_span(DType dtype, const uint8_t* src, int64_t count, float scale,
+                     const float* col_scales, float* out) {
+  if (dtype == DType::kF8E4M3) {
+    decode_e4m3_span(src, count, scale, col_scales, out);
+  } else if (dtype == DType::kF8E5M2) {
+    decode_e5m2_span(src, count, scale, col_scales, out);
+  } else {
+    fail("dtype", dtype_name(dtype), "not an fp8 type (expected fp8_e4m3 or fp8_e5m2)");
+  }
+}
+
 uint8_t f32_to_fp8_e4m3(float value) {
   uint32_t bits = bits_of(value);
   uint8_t sign = static_cast<uint8_t>((bits >> 24) & 0x80u);

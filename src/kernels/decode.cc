@@ -21,6 +21,11 @@ void decode_loop(const Operand& op, int64_t r, int64_t c0, int64_t count, float*
     for (int64_t j = 0; j < count; ++j) out[j * out_stride] = load(j) * scale;
     return;
   }
+  if (s.col_block == 1) {  // per-column scales: no division per element
+    const float* col_scales = row_scales + c0 * s.col_stride;
+    for (int64_t j = 0; j < count; ++j) out[j * out_stride] = load(j) * col_scales[j * s.col_stride];
+    return;
+  }
   for (int64_t j = 0; j < count; ++j) {
     out[j * out_stride] = load(j) * row_scales[((c0 + j) / s.col_block) * s.col_stride];
   }
@@ -58,6 +63,17 @@ void decode_span(const Operand& op, int64_t r, int64_t c0, int64_t count, float*
     case DType::kF8E4M3:
     case DType::kF8E5M2: {
       const uint8_t* src = static_cast<const uint8_t*>(op.data) + offset;
+      const OperandScale& s = op.scale;
+      if (out_stride == 1 && (!s.data || s.col_stride == 0 || s.col_block == 1)) {
+        // Contiguous output: the vectorized decoder (raggemm/fp8.h).
+        const float* row_scales = s.data ? s.data + (r / s.row_block) * s.row_stride : nullptr;
+        const bool per_column = row_scales && s.col_stride != 0;
+        if (!per_column || s.col_stride == 1) {
+          fp8_decode_span(op.dtype, src, count, row_scales && !per_column ? row_scales[0] : 1.0f,
+                          per_column ? row_scales + c0 : nullptr, out);
+          return;
+        }
+      }
       const float* table = fp8_decode_table(op.dtype);
       decode_loop(op, r, c0, count, out, out_stride,
                   [src, table](int64_t j) { return table[src[j]]; });
