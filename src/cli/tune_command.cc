@@ -94,7 +94,10 @@ int run_tune(const std::vector<std::string>& args) {
       tune::TuneOptions options;
       // An even share of what is left, so an early problem that finishes
       // under its share leaves more for the later ones.
-      options.budget_s = std::max(0.0, (budget_s - elapsed()) / static_cast<double>(remaining--));
+      // A small reserve (2%, at most 1 s) covers the start-up and the last
+      // cache write, so the whole command ends within --budget-s.
+      const double reserve = std::min(1.0, 0.02 * budget_s);
+      options.budget_s = std::max(0.0, (budget_s - reserve - elapsed()) / static_cast<double>(remaining--));
       options.threads = threads;
       options.log = quiet ? nullptr : &std::cout;
       if (!quiet) {

@@ -316,17 +316,20 @@ TuneResult tune_problem(const GmmShape& shape, const TuneOptions& options) {
   // re-measured too, as the same-run baseline.
   const double cutoff = best->seconds * options.prune_ratio;
   std::vector<Timed> survivors;
-  for (const Timed& t : timed) {
-    if (t.passed && t.seconds <= cutoff) survivors.push_back(t);
+  if (timed.front().passed) survivors.push_back(timed.front());  // the baseline, always
+  for (size_t i = 1; i < timed.size(); ++i) {
+    if (timed[i].passed && timed[i].seconds <= cutoff) survivors.push_back(timed[i]);
   }
-  std::sort(survivors.begin(), survivors.end(), [](const Timed& a, const Timed& b) { return a.seconds < b.seconds; });
-  log("  round 2: " + std::to_string(survivors.size()) + " of " + std::to_string(timed.size()) +
-      " candidates within " + std::to_string(options.prune_ratio) + "x of the best");
+  // The baseline first, then the contenders fastest first.
+  std::sort(survivors.begin() + (timed.front().passed ? 1 : 0), survivors.end(),
+            [](const Timed& a, const Timed& b) { return a.seconds < b.seconds; });
+  log("  round 2: the heuristic's config and " + std::to_string(survivors.size() - (timed.front().passed ? 1 : 0)) +
+      " of " + std::to_string(timed.size()) + " candidates within " + std::to_string(options.prune_ratio) +
+      "x of the best");
   // Every measurement must end within the budget: a measurement is started
   // only when its estimated cost (with a margin for noise) still fits.
   auto fits = [&](double cost) { return seconds_since(start) + kCostMargin * cost <= options.budget_s; };
   double heuristic_final = timed.front().seconds;
-  bool heuristic_remeasured = false;
   for (size_t i = 0; i < survivors.size(); ++i) {
     Timed& t = survivors[i];
     if (!fits(last_cost * kFinalSamples / (kFirstSamples + 1))) {
@@ -338,14 +341,7 @@ TuneResult tune_problem(const GmmShape& shape, const TuneOptions& options) {
     t.seconds = bench.measure(t.candidate, kFinalSamples, kFinalSeconds, &passed);
     last_cost = seconds_since(measure_start) * (kFirstSamples + 1) / (kFinalSamples + 1);
     t.passed = t.passed && passed;
-    if (t.candidate == heuristic_candidate) {
-      heuristic_final = t.seconds;
-      heuristic_remeasured = true;
-    }
-  }
-  if (!heuristic_remeasured && timed.front().passed && fits(last_cost * kFinalSamples / (kFirstSamples + 1))) {
-    bool passed = false;
-    heuristic_final = bench.measure(heuristic_candidate, kFinalSamples, kFinalSeconds, &passed);
+    if (t.candidate == heuristic_candidate) heuristic_final = t.seconds;
   }
   std::map<std::string, double> final_times;
   for (const Timed& t : survivors) final_times[describe(t.candidate)] = t.seconds;

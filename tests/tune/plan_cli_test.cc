@@ -176,3 +176,48 @@ TEST(TuneCli, BadArguments) {
 
 }  // namespace
 }  // namespace raggemm
+
+namespace raggemm {
+namespace {
+
+// `raggemm bench` (and gmm, tgmm, which share the code path) take the tiles,
+// kernel and buffers the user did not give from the tune cache, unless --no-cache.
+TEST(RawOpCli, BenchUsesTheCacheUnlessNoCache) {
+  TempDir dir;
+  const std::string cache_path = dir.file("cache.json");
+  TuneCache cache(cache_path);
+  TuneEntry entry;
+  entry.winner = TuneCandidate{Tiles{24, 32, 64}, KernelVersion::kV2, 3};
+  GmmShape shape;
+  shape.pass = Pass::kForward;
+  shape.m = 128;
+  shape.k = 64;
+  shape.n = 96;
+  shape.groups = 4;
+  cache.store(shape, entry);
+  ::setenv("RAGGEMM_TUNE_CACHE", cache_path.c_str(), 1);
+  const std::vector<std::string> bench = {"bench", "gmm", "--m", "128", "--k", "64", "--n", "96", "--groups", "4",
+                                          "--threads", "1", "--reps", "1", "--json"};
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = bench;
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CliResult result = run_cli(dir, args);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    return nlohmann::json::parse(result.out);
+  };
+  const nlohmann::json cached = run({});
+  EXPECT_EQ(cached["tiles"], "24,32,64");
+  EXPECT_EQ(cached["kernel"], "v2");
+  EXPECT_EQ(cached["buffers"], 3);
+  const nlohmann::json explicit_kernel = run({"--kernel", "v1", "--tiles", "8,16,32"});
+  EXPECT_EQ(explicit_kernel["tiles"], "8,16,32");
+  EXPECT_EQ(explicit_kernel["kernel"], "v1");
+  EXPECT_EQ(explicit_kernel["buffers"], 3);
+  const nlohmann::json uncached = run({"--no-cache"});
+  EXPECT_EQ(uncached["tiles"], "auto");
+  EXPECT_EQ(uncached["kernel"], "v1");
+  ::unsetenv("RAGGEMM_TUNE_CACHE");
+}
+
+}  // namespace
+}  // namespace raggemm
