@@ -11,6 +11,10 @@
 #include <memory>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "kernels/parallel.h"
 
 namespace raggemm::kernels {
@@ -53,6 +57,38 @@ ThreadBuffers& thread_buffers() {
 
 int64_t quads(int64_t k) { return (k + 3) / 4; }
 
+// Tile n rounded to whole micro-panels so only the last panel is ragged.
+int64_t tile_columns(const Schedule& s, const Int8Microkernel& uk) {
+  return std::max<int64_t>(uk.nr, s.tiles.n / uk.nr * uk.nr);
+}
+
+// out[j * 4 + t] = rows[t][j] for j below a multiple of 16 of `cols`, with
+// SSE2 byte/word unpacks (x86-64 baseline); returns how many columns it did.
+int64_t interleave_quads(const int8_t* const rows[4], int64_t cols, int8_t* out) {
+#if defined(__SSE2__)
+  int64_t j = 0;
+  for (; j + 16 <= cols; j += 16) {
+    auto load = [&](int t) {
+      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[t] + j));
+    };
+    const __m128i r0 = load(0), r1 = load(1), r2 = load(2), r3 = load(3);
+    const __m128i pairs01_lo = _mm_unpacklo_epi8(r0, r1), pairs01_hi = _mm_unpackhi_epi8(r0, r1);
+    const __m128i pairs23_lo = _mm_unpacklo_epi8(r2, r3), pairs23_hi = _mm_unpackhi_epi8(r2, r3);
+    __m128i* dst = reinterpret_cast<__m128i*>(out + j * 4);
+    _mm_storeu_si128(dst + 0, _mm_unpacklo_epi16(pairs01_lo, pairs23_lo));
+    _mm_storeu_si128(dst + 1, _mm_unpackhi_epi16(pairs01_lo, pairs23_lo));
+    _mm_storeu_si128(dst + 2, _mm_unpacklo_epi16(pairs01_hi, pairs23_hi));
+    _mm_storeu_si128(dst + 3, _mm_unpackhi_epi16(pairs01_hi, pairs23_hi));
+  }
+  return j;
+#else
+  (void)rows;
+  (void)cols;
+  (void)out;
+  return 0;
+#endif
+}
+
 // B panels for columns [c0, c0 + width) of a [K, N] row-major matrix: panel
 // q holds columns c0 + q*nr .. in the quad layout, over all of K; and the
 // column sums over K. Loops run over contiguous bytes without divisions:
@@ -72,7 +108,8 @@ void pack_b(const int8_t* b, int64_t k, int64_t n, int64_t c0, int64_t width, in
         rows[t] = kk < k ? b + kk * n + col0 : kZeros;
       }
       int8_t* out = dst + (q * kq + p) * nr * 4;
-      for (int64_t j = 0; j < cols; ++j) {
+      int64_t j = interleave_quads(rows, cols, out);
+      for (; j < cols; ++j) {
         out[j * 4 + 0] = rows[0][j];
         out[j * 4 + 1] = rows[1][j];
         out[j * 4 + 2] = rows[2][j];
@@ -123,48 +160,60 @@ void pack_a(const int8_t* a, int64_t k, int64_t r0, int64_t rows, int mr, bool b
 void run_item(const Int8GmmProblem& p, const Schedule& s, const Int8Microkernel& uk,
               const Item& item) {
   ThreadBuffers& buffers = thread_buffers();
-  const int64_t width = item.col_end - item.col_begin;
   const int64_t kq = quads(p.k);
-  const int64_t b_panels = (width + uk.nr - 1) / uk.nr;
   const int64_t tm = s.tiles.m;
+  const int64_t tn = std::min(item.col_end - item.col_begin, tile_columns(s, uk));
   const int64_t kc_quads = std::max<int64_t>(1, s.tiles.k / 4);
-  int8_t* packed_b = buffers.packed_b.get<int8_t>(b_panels * kq * uk.nr * 4);
-  int32_t* column_sums = buffers.column_sums.get<int32_t>(b_panels * uk.nr);
+  const int64_t item_rows = item.row_end - item.row_begin;
+  const int64_t a_panels_item = (item_rows + uk.mr - 1) / uk.mr;
+  const int64_t b_panels_max = (tn + uk.nr - 1) / uk.nr;
+  // A for all of the item's rows, packed once and reused for every n-tile.
+  uint8_t* packed_a = buffers.packed_a.get<uint8_t>(a_panels_item * kq * uk.mr * 4);
+  pack_a(p.lhs, p.k, item.row_begin, item_rows, uk.mr, uk.biased_a, packed_a);
+  int8_t* packed_b = buffers.packed_b.get<int8_t>(b_panels_max * kq * uk.nr * 4);
+  int32_t* column_sums = buffers.column_sums.get<int32_t>(3 * b_panels_max * uk.nr);
+  int32_t* correction = column_sums + b_panels_max * uk.nr;
+  float* col_scales = reinterpret_cast<float*>(correction + b_panels_max * uk.nr);
+  int32_t* acc = buffers.acc.get<int32_t>(std::min(tm, item_rows) * tn);
   const int8_t* rhs = p.rhs + item.group * p.rhs_group_stride;
-  pack_b(rhs, p.k, p.n, item.col_begin, width, uk.nr, packed_b, column_sums);
-  const int64_t a_panels_max = (tm + uk.mr - 1) / uk.mr;
-  uint8_t* packed_a = buffers.packed_a.get<uint8_t>(a_panels_max * kq * uk.mr * 4);
-  int32_t* acc = buffers.acc.get<int32_t>(tm * width);
-  const float* col_scale = p.col_scale + item.group * p.col_scale_group_stride;
+  const float* group_col_scale = p.col_scale + item.group * p.col_scale_group_stride;
 
-  for (int64_t r0 = item.row_begin; r0 < item.row_end; r0 += tm) {
-    const int64_t rows = std::min(tm, item.row_end - r0);
-    const int64_t a_panels = (rows + uk.mr - 1) / uk.mr;
-    pack_a(p.lhs, p.k, r0, rows, uk.mr, uk.biased_a, packed_a);
-    if (kq == 0) std::fill(acc, acc + rows * width, 0);
-    for (int64_t q0 = 0; q0 < kq; q0 += kc_quads) {
-      const int64_t qc = std::min(kc_quads, kq - q0);
-      const bool accumulate = q0 > 0;
-      // B micro-panel outer, A micro-panels inner: the B panel stays in L1.
-      for (int64_t jb = 0; jb < b_panels; ++jb) {
-        const int cols = static_cast<int>(std::min<int64_t>(uk.nr, width - jb * uk.nr));
-        const int8_t* b = packed_b + (jb * kq + q0) * uk.nr * 4;
-        for (int64_t ib = 0; ib < a_panels; ++ib) {
-          const int prows = static_cast<int>(std::min<int64_t>(uk.mr, rows - ib * uk.mr));
-          const uint8_t* a = packed_a + (ib * kq + q0) * uk.mr * 4;
-          uk.run(qc, a, b, acc + ib * uk.mr * width + jb * uk.nr, width, prows, cols, accumulate);
+  for (int64_t c0 = item.col_begin; c0 < item.col_end; c0 += tn) {
+    const int64_t width = std::min(tn, item.col_end - c0);
+    const int64_t b_panels = (width + uk.nr - 1) / uk.nr;
+    pack_b(rhs, p.k, p.n, c0, width, uk.nr, packed_b, column_sums);
+    for (int64_t j = 0; j < width; ++j) {
+      correction[j] = uk.biased_a ? 128 * column_sums[j] : 0;
+      col_scales[j] = group_col_scale[(c0 + j) * p.col_scale_stride];
+    }
+    for (int64_t r0 = item.row_begin; r0 < item.row_end; r0 += tm) {
+      const int64_t rows = std::min(tm, item.row_end - r0);
+      const int64_t first_panel = (r0 - item.row_begin) / uk.mr;  // tm is a multiple of mr
+      const int64_t a_panels = (rows + uk.mr - 1) / uk.mr;
+      if (kq == 0) std::fill(acc, acc + rows * width, 0);
+      for (int64_t q0 = 0; q0 < kq; q0 += kc_quads) {
+        const int64_t qc = std::min(kc_quads, kq - q0);
+        const bool accumulate = q0 > 0;
+        // B micro-panel outer, A micro-panels inner: the B panel stays in L1.
+        for (int64_t jb = 0; jb < b_panels; ++jb) {
+          const int cols = static_cast<int>(std::min<int64_t>(uk.nr, width - jb * uk.nr));
+          const int8_t* b = packed_b + (jb * kq + q0) * uk.nr * 4;
+          for (int64_t ib = 0; ib < a_panels; ++ib) {
+            const int prows = static_cast<int>(std::min<int64_t>(uk.mr, rows - ib * uk.mr));
+            const uint8_t* a = packed_a + ((first_panel + ib) * kq + q0) * uk.mr * 4;
+            uk.run(qc, a, b, acc + ib * uk.mr * width + jb * uk.nr, width, prows, cols,
+                   accumulate);
+          }
         }
       }
-    }
-    // Output stage.
-    for (int64_t i = 0; i < rows; ++i) {
-      const float row_scale = p.row_scale[r0 + i];
-      const int32_t* a = acc + i * width;
-      float* out = p.out + (r0 + i) * p.n + item.col_begin;
-      for (int64_t j = 0; j < width; ++j) {
-        const int32_t exact = uk.biased_a ? a[j] - 128 * column_sums[j] : a[j];
-        out[j] = static_cast<float>(exact) * row_scale *
-                 col_scale[(item.col_begin + j) * p.col_scale_stride];
+      // Output stage: exact integer sums, then both scales.
+      for (int64_t i = 0; i < rows; ++i) {
+        const float row_scale = p.row_scale[r0 + i];
+        const int32_t* sums = acc + i * width;
+        float* out = p.out + (r0 + i) * p.n + c0;
+        for (int64_t j = 0; j < width; ++j) {
+          out[j] = static_cast<float>(sums[j] - correction[j]) * row_scale * col_scales[j];
+        }
       }
     }
   }
@@ -181,23 +230,33 @@ void int8_gmm(const Int8GmmProblem& p, const Schedule& s, const Int8Microkernel*
   const int64_t last = p.starts[p.group_offset + p.local_groups];
   std::fill(p.out, p.out + first * p.n, 0.0f);
   std::fill(p.out + last * p.n, p.out + p.m * p.n, 0.0f);
-  // Tile n rounded to whole micro-panels so only the last panel is ragged.
-  const int64_t tn = std::max<int64_t>(uk.nr, s.tiles.n / uk.nr * uk.nr);
-  const int64_t rows_per_item = s.tiles.m * kRowTilesPerItem;
+  // Items: (group, up to kRowTilesPerItem m-tiles of its rows), over all
+  // columns, so each item packs its A rows once. When that gives too few
+  // items to keep the threads busy, columns are split into n-tiles as well.
+  Schedule schedule = s;
+  schedule.tiles.m = std::max<int64_t>(uk.mr, s.tiles.m / uk.mr * uk.mr);
+  const int64_t rows_per_item = schedule.tiles.m * kRowTilesPerItem;
+  int64_t row_items = 0;
+  for (int64_t g = 0; g < p.local_groups; ++g) {
+    const int64_t rows = p.starts[p.group_offset + g + 1] - p.starts[p.group_offset + g];
+    row_items += (rows + rows_per_item - 1) / rows_per_item;
+  }
+  const int64_t col_step =
+      row_items >= 4 * static_cast<int64_t>(s.threads) ? p.n : tile_columns(schedule, uk);
   std::vector<Item> items;
   std::vector<int64_t> costs;
   for (int64_t g = 0; g < p.local_groups; ++g) {
     const int64_t begin = p.starts[p.group_offset + g];
     const int64_t end = p.starts[p.group_offset + g + 1];
     for (int64_t r0 = begin; r0 < end; r0 += rows_per_item) {
-      for (int64_t c0 = 0; c0 < p.n; c0 += tn) {
-        Item item{g, r0, std::min(end, r0 + rows_per_item), c0, std::min(p.n, c0 + tn)};
+      for (int64_t c0 = 0; c0 < p.n; c0 += std::max<int64_t>(col_step, 1)) {
+        Item item{g, r0, std::min(end, r0 + rows_per_item), c0, std::min(p.n, c0 + col_step)};
         items.push_back(item);
         costs.push_back((item.row_end - item.row_begin + 8) * (item.col_end - item.col_begin));
       }
     }
   }
-  parallel_items(costs, s.threads, [&](int64_t i) { run_item(p, s, uk, items[i]); });
+  parallel_items(costs, s.threads, [&](int64_t i) { run_item(p, schedule, uk, items[i]); });
 }
 
 }  // namespace raggemm::kernels
