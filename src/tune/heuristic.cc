@@ -18,6 +18,13 @@ constexpr double kL1Share = 1.0;
 // (kc x n); together they leave room for the C rows being updated.
 constexpr double kL2ShareA = 0.25;
 constexpr double kL2ShareB = 0.25;
+// tgmm contracts a group's few tokens (kc is at most a group's rows), so
+// its packed blocks are thin and every item re-packs a transposed lhs block
+// and a dout block for a single short contraction: packing costs
+// (1/m + 1/n) of the compute, so m and n grow until the two blocks fill L2
+// (measured: m = 1032, n = 1024 beat m = 348, n = 512 by 1.5x at M = 4096,
+// K = N = 1024, G = 32).
+constexpr double kL2ShareTgmm = 0.5;
 // v1 is kept while it recomputes at most this fraction of rows on tiles
 // straddling group boundaries; beyond it the group-aligned v2 is cheaper.
 constexpr double kMaxV1Waste = 0.02;
@@ -145,12 +152,16 @@ ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine)
     auto [k_tile, kernel] = ragged_tile(sizes, kc_limit, kKAlign);
     config.tiles.k = k_tile;
     config.kernel = kernel;
-    const int64_t m_limit = std::max(mr, round_down(l2_a / (config.tiles.k * kFloatBytes), mr));
+    const auto l2_tgmm = static_cast<int64_t>(kL2ShareTgmm * static_cast<double>(machine.caches.l2));
+    const int64_t m_limit = std::max(mr, round_up(l2_tgmm / (config.tiles.k * kFloatBytes), mr));
     config.tiles.m = balanced_tile(extents.m, m_limit, mr);
   }
   // n: the packed B block (kc x n) fits L2's share, so it is read from L2
   // by every A micro-panel of the m tile.
-  const int64_t n_limit = std::max(nr, round_down(l2_b / (config.tiles.k * kFloatBytes), nr));
+  const int64_t l2_for_b = shape.pass == Pass::kGradRhs
+                               ? static_cast<int64_t>(kL2ShareTgmm * static_cast<double>(machine.caches.l2))
+                               : l2_b;
+  const int64_t n_limit = std::max(nr, round_down(l2_for_b / (config.tiles.k * kFloatBytes), nr));
   config.tiles.n = balanced_tile(extents.n, n_limit, nr);
 
   // Enough work items for the threads: the drivers spread (group, m-tile,
