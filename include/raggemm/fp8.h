@@ -30,6 +30,11 @@ const float* fp8_decode_table(DType dtype);
 void fp8_decode_span(DType dtype, const uint8_t* src, int64_t count, float scale,
                      const float* col_scales, float* out);
 
+// Bulk encoding for quantization loops: out[j] = encode(src[j] / divisor),
+// saturating (both formats), bit-identical to f32_to_fp8_e4m3 and
+// f32_to_fp8_e5m2(..., true). Branch-free, compiled per SIMD level.
+void fp8_encode_span(DType dtype, const float* src, int64_t count, float divisor, uint8_t* out);
+
 // Saturating: finite values beyond +-448 and infinities become +-448; NaN
 // becomes 0x7f / 0xff (the format's NaN, sign kept).
 uint8_t f32_to_fp8_e4m3(float value);

@@ -161,7 +161,56 @@ RAGGEMM_FP8_CLONES void decode_e5m2_span(const uint8_t* src, int64_t count, floa
   decode_loop<decode_e5m2_branchless>(src, count, scale, col_scales, out);
 }
 
+// Encoding, branch-free: the normal path rebiases and rounds the f32 bits
+// (nearest even), the subnormal path rounds magnitude * 2^(bias - 1 + m)
+// with the 1.5 * 2^23 trick (exact below 2^22), then masks pick one, clamp
+// to the largest finite code and put NaN back.
+template <int kBias, int kMantissa, uint32_t kMaxCode, uint32_t kNanCode>
+inline uint8_t encode_branchless(float value) {
+  const uint32_t bits = bits_of(value);
+  const uint32_t sign = (bits >> 24) & 0x80u;
+  const uint32_t magnitude_bits = bits & 0x7fffffffu;
+  constexpr int kShift = 23 - kMantissa;
+  const uint32_t rebased = magnitude_bits - (static_cast<uint32_t>(127 - kBias) << 23);
+  const uint32_t normal = (rebased + ((1u << (kShift - 1)) - 1u) + ((rebased >> kShift) & 1u)) >> kShift;
+  constexpr float kSubnormalScale = static_cast<float>(1u << (kBias - 1 + kMantissa));
+  constexpr uint32_t kMinNormalBits = static_cast<uint32_t>(127 + 1 - kBias) << 23;
+  const uint32_t is_subnormal = mask_if(magnitude_bits < kMinNormalBits);
+  // Only subnormal magnitudes enter the product (others become 0), so the
+  // rounded value stays tiny and the conversion in range.
+  const float scaled = float_of(magnitude_bits & is_subnormal) * kSubnormalScale;
+  const uint32_t subnormal =
+      static_cast<uint32_t>(static_cast<int32_t>((scaled + 12582912.0f) - 12582912.0f));
+  uint32_t code = (subnormal & is_subnormal) | (normal & ~is_subnormal);
+  // Past the max (and infinities): the largest finite code.
+  const uint32_t too_big = mask_if(magnitude_bits >= 0x7f800000u) | mask_if(code > kMaxCode);
+  code = (code & ~too_big) | (kMaxCode & too_big);
+  const uint32_t is_nan = mask_if(magnitude_bits > 0x7f800000u);
+  code = (code & ~is_nan) | (kNanCode & is_nan);
+  return static_cast<uint8_t>(sign | code);
+}
+
+RAGGEMM_FP8_CLONES void encode_e4m3_span(const float* src, int64_t count, float divisor,
+                                         uint8_t* out) {
+  for (int64_t j = 0; j < count; ++j) out[j] = encode_branchless<7, 3, 0x7eu, 0x7fu>(src[j] / divisor);
+}
+
+RAGGEMM_FP8_CLONES void encode_e5m2_span(const float* src, int64_t count, float divisor,
+                                         uint8_t* out) {
+  for (int64_t j = 0; j < count; ++j) out[j] = encode_branchless<15, 2, 0x7bu, 0x7eu>(src[j] / divisor);
+}
+
 }  // namespace
+
+void fp8_encode_span(DType dtype, const float* src, int64_t count, float divisor, uint8_t* out) {
+  if (dtype == DType::kF8E4M3) {
+    encode_e4m3_span(src, count, divisor, out);
+  } else if (dtype == DType::kF8E5M2) {
+    encode_e5m2_span(src, count, divisor, out);
+  } else {
+    fail("dtype", dtype_name(dtype), "not an fp8 type (expected fp8_e4m3 or fp8_e5m2)");
+  }
+}
 
 void fp8_decode_span(DType dtype, const uint8_t* src, int64_t count, float scale,
                      const float* col_scales, float* out) {

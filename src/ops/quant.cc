@@ -106,18 +106,71 @@ inline int8_t encode_int8(float scaled) {
   return static_cast<int8_t>(round_half_even(clamped));
 }
 
-template <QuantType kType>
-void encode_span(const TensorView& input, int64_t offset, int64_t stride, int64_t count,
-                 float scale, void* out) {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__)
+#define RAGGEMM_QUANT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define RAGGEMM_QUANT_CLONES
+#endif
+
+// Largest |x| of a span, as a max over bit patterns: for non-negative floats
+// the integer order is the float order, and NaN (above inf) comes out as NaN
+// instead of being skipped by a float compare. Integer max vectorizes.
+RAGGEMM_QUANT_CLONES float absmax_bits(const float* src, int64_t count, float start) {
+  uint32_t largest;
+  std::memcpy(&largest, &start, sizeof(largest));
   for (int64_t j = 0; j < count; ++j) {
-    const float scaled = load_input(input, offset + j * stride) / scale;
-    if constexpr (kType == QuantType::kInt8) {
-      static_cast<int8_t*>(out)[j] = encode_int8(scaled);
-    } else if constexpr (kType == QuantType::kFp8E4M3) {
-      static_cast<uint8_t*>(out)[j] = f32_to_fp8_e4m3(scaled);
+    uint32_t bits;
+    std::memcpy(&bits, src + j, sizeof(bits));
+    bits &= 0x7fffffffu;
+    largest = bits > largest ? bits : largest;
+  }
+  float result;
+  std::memcpy(&result, &largest, sizeof(result));
+  return result;
+}
+
+// Written with compares the way minps/maxps behave, so it vectorizes.
+RAGGEMM_QUANT_CLONES void encode_int8_f32(const float* src, int64_t count, float scale,
+                                          int8_t* out) {
+  constexpr float kMagic = 12582912.0f;
+  for (int64_t j = 0; j < count; ++j) {
+    float q = src[j] / scale;
+    q = q < -127.0f ? -127.0f : q;
+    q = q > 127.0f ? 127.0f : q;
+    out[j] = static_cast<int8_t>(static_cast<int32_t>((q + kMagic) - kMagic));
+  }
+}
+
+template <class Load>
+void encode_int8_span(Load load, int64_t count, float scale, int8_t* out) {
+  for (int64_t j = 0; j < count; ++j) out[j] = encode_int8(load(j) / scale);
+}
+
+// Codes of one span (input elements offset + j * stride) with one scale.
+// Contiguous f32 spans take the vectorized loops.
+void encode_span(const TensorView& input, QuantType type, int64_t offset, int64_t stride,
+                 int64_t count, float scale, void* out) {
+  const bool contiguous_f32 = input.dtype == DType::kF32 && stride == 1;
+  if (contiguous_f32) {
+    const float* src = input.as<const float>() + offset;
+    if (type == QuantType::kInt8) {
+      encode_int8_f32(src, count, scale, static_cast<int8_t*>(out));
     } else {
-      static_cast<uint8_t*>(out)[j] = f32_to_fp8_e5m2(scaled, /*saturate=*/true);
+      fp8_encode_span(quant_storage_dtype(type), src, count, scale, static_cast<uint8_t*>(out));
     }
+    return;
+  }
+  auto load = [&](int64_t j) { return load_input(input, offset + j * stride); };
+  if (type == QuantType::kInt8) {
+    encode_int8_span(load, count, scale, static_cast<int8_t*>(out));
+    return;
+  }
+  uint8_t* codes = static_cast<uint8_t*>(out);
+  for (int64_t j = 0; j < count; ++j) {
+    const float scaled = load(j) / scale;
+    codes[j] = type == QuantType::kFp8E4M3 ? f32_to_fp8_e4m3(scaled)
+                                           : f32_to_fp8_e5m2(scaled, /*saturate=*/true);
   }
 }
 
@@ -168,13 +221,24 @@ QuantizedTensor quantize(const TensorView& input, QuantType type, const Granular
     for_each_span(layout, [&](int64_t offset, int64_t stride, int64_t flat, int64_t count,
                               int64_t cell) {
       float absmax = scales[cell];
-      for (int64_t j = 0; j < count; ++j) {
-        const float magnitude = std::fabs(load_input(input, offset + j * stride));
-        if (!(magnitude <= std::numeric_limits<float>::max())) {
-          fail("input", "non-finite value at element " + std::to_string(flat + j),
-               "dynamic calibration needs finite inputs (use a static range to saturate)");
+      bool finite = true;
+      if (input.dtype == DType::kF32 && stride == 1) {  // the vectorizable common case
+        absmax = absmax_bits(input.as<const float>() + offset, count, absmax);
+        finite = absmax <= std::numeric_limits<float>::max();  // false for inf and NaN
+      } else {
+        for (int64_t j = 0; j < count; ++j) {
+          const float magnitude = std::fabs(load_input(input, offset + j * stride));
+          finite &= magnitude <= std::numeric_limits<float>::max();
+          absmax = magnitude > absmax ? magnitude : absmax;
         }
-        absmax = std::max(absmax, magnitude);
+      }
+      if (!finite) {
+        for (int64_t j = 0; j < count; ++j) {
+          if (!std::isfinite(load_input(input, offset + j * stride))) {
+            fail("input", "non-finite value at element " + std::to_string(flat + j),
+                 "dynamic calibration needs finite inputs (use a static range to saturate)");
+          }
+        }
       }
       scales[cell] = absmax;
     });
@@ -189,17 +253,7 @@ QuantizedTensor quantize(const TensorView& input, QuantType type, const Granular
   for_each_span(layout, [&](int64_t offset, int64_t stride, int64_t flat, int64_t count,
                             int64_t cell) {
     void* dst = out + flat;  // every storage type is one byte
-    switch (type) {
-      case QuantType::kInt8:
-        encode_span<QuantType::kInt8>(input, offset, stride, count, scales[cell], dst);
-        break;
-      case QuantType::kFp8E4M3:
-        encode_span<QuantType::kFp8E4M3>(input, offset, stride, count, scales[cell], dst);
-        break;
-      case QuantType::kFp8E5M2:
-        encode_span<QuantType::kFp8E5M2>(input, offset, stride, count, scales[cell], dst);
-        break;
-    }
+    encode_span(input, type, offset, stride, count, scales[cell], dst);
   });
   return result;
 }

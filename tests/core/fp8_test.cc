@@ -195,6 +195,26 @@ TEST_P(Fp8Test, EncodeRoundsToNearestEvenAndSaturates) {
   }
 }
 
+TEST_P(Fp8Test, BulkEncodeMatchesTheScalarEncoder) {
+  const Format& f = GetParam();
+  const std::vector<float> values = sweep(f);
+  for (float divisor : {1.0f, 0.37f, 3.0f}) {
+    std::vector<uint8_t> codes(values.size());
+    fp8_encode_span(f.dtype, values.data(), static_cast<int64_t>(values.size()), divisor,
+                    codes.data());
+    int mismatches = 0;
+    for (size_t i = 0; i < values.size(); ++i) {
+      const uint8_t want = encode(f, values[i] / divisor, /*saturate=*/true);
+      if (codes[i] != want && ++mismatches < 10) {
+        ADD_FAILURE() << f.name << " x=" << values[i] << " / " << divisor << ": " << int(codes[i])
+                      << " vs " << int(want);
+      }
+    }
+    EXPECT_EQ(mismatches, 0);
+  }
+  EXPECT_THROW(fp8_encode_span(DType::kF32, nullptr, 0, 1.0f, nullptr), Error);
+}
+
 TEST_P(Fp8Test, EveryFiniteCodeRoundTrips) {
   const Format& f = GetParam();
   for (int code = 0; code < 256; ++code) {
