@@ -89,8 +89,7 @@ class HeaderParser {
     Shape shape;
   };
 
-  HeaderParser(std::string_view text, const ImageErrors& errors)
-      : text_(text), errors_(errors) {}
+  HeaderParser(std::string_view text, const ImageErrors& errors) : text_(text), errors_(errors) {}
 
   Header parse() {
     Header header;
@@ -275,9 +274,9 @@ Tensor parse_image(const uint8_t* data, size_t size, const std::string& argument
   if (size < preamble) errors.fail("size=" + std::to_string(size), "truncated .npy preamble");
   size_t header_length = read_le(data + kMagicSize + 2, length_bytes);
   if (header_length > size - preamble) {
-    errors.fail("header_len=" + std::to_string(header_length),
-                "truncated .npy header (file has " + std::to_string(size - preamble) +
-                    " bytes after the preamble)");
+    errors.fail("header_len=" + std::to_string(header_length), "truncated .npy header (file has " +
+                                                                   std::to_string(size - preamble) +
+                                                                   " bytes after the preamble)");
   }
   std::string_view header_text(reinterpret_cast<const char*>(data + preamble), header_length);
   HeaderParser::Header header = HeaderParser(header_text, errors).parse();
@@ -357,8 +356,8 @@ void unlink_quietly(const std::string& path) { ::unlink(path.c_str()); }
 
 std::string temp_path_for(const std::string& path) {
   static std::atomic<uint64_t> counter{0};
-  uint64_t noise = static_cast<uint64_t>(
-      std::chrono::steady_clock::now().time_since_epoch().count());
+  uint64_t noise =
+      static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   try {
     std::random_device device;
     noise ^= (static_cast<uint64_t>(device()) << 32) | device();

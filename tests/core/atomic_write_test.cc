@@ -99,9 +99,7 @@ TEST_F(AtomicWriteTest, FailedRenameRemovesTempAndKeepsTarget) {
   EXPECT_EQ(contents(target / "keep.txt"), "precious");
 }
 
-TEST_F(AtomicWriteTest, EmptyPathIsAnError) {
-  EXPECT_THROW(write_file_atomic("", "x", 1), Error);
-}
+TEST_F(AtomicWriteTest, EmptyPathIsAnError) { EXPECT_THROW(write_file_atomic("", "x", 1), Error); }
 
 TEST_F(AtomicWriteTest, FailedWriteNpyDoesNotClobber) {
   fs::path target = dir_ / "out.npy";

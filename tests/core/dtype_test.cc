@@ -42,9 +42,9 @@ TEST(DTypeTest, NamesRoundTripAndSizesMatch) {
     size_t size;
   };
   const Case cases[] = {
-      {DType::kF32, "f32", 4},     {DType::kBF16, "bf16", 2},        {DType::kF16, "f16", 2},
-      {DType::kI32, "i32", 4},     {DType::kI64, "i64", 8},          {DType::kI8, "i8", 1},
-      {DType::kU8, "u8", 1},       {DType::kF8E4M3, "fp8_e4m3", 1},  {DType::kF8E5M2, "fp8_e5m2", 1},
+      {DType::kF32, "f32", 4}, {DType::kBF16, "bf16", 2},       {DType::kF16, "f16", 2},
+      {DType::kI32, "i32", 4}, {DType::kI64, "i64", 8},         {DType::kI8, "i8", 1},
+      {DType::kU8, "u8", 1},   {DType::kF8E4M3, "fp8_e4m3", 1}, {DType::kF8E5M2, "fp8_e5m2", 1},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -138,11 +138,13 @@ TEST(Bf16Test, MatchesNeighbourSearchOnSampledFloats) {
   // A stride prime to 2^32 walks every exponent and mantissa pattern class;
   // ties and near-ties are added explicitly because a stride rarely hits them.
   std::vector<uint32_t> inputs;
-  for (uint64_t bits = 0; bits < (1ull << 32); bits += 65537) inputs.push_back(static_cast<uint32_t>(bits));
+  for (uint64_t bits = 0; bits < (1ull << 32); bits += 65537)
+    inputs.push_back(static_cast<uint32_t>(bits));
   std::mt19937 random(1234);
   for (int i = 0; i < 20000; ++i) {
     uint32_t upper = random() & 0xffff0000u;
-    for (uint32_t low : {0x7fffu, 0x8000u, 0x8001u, 0x0001u, 0xffffu}) inputs.push_back(upper | low);
+    for (uint32_t low : {0x7fffu, 0x8000u, 0x8001u, 0x0001u, 0xffffu})
+      inputs.push_back(upper | low);
   }
   int checked = 0;
   for (uint32_t bits : inputs) {
@@ -223,7 +225,8 @@ TEST(F16Test, EveryNonNanPatternRoundTrips) {
 }
 
 TEST(F16Test, NanStaysQuietNan) {
-  for (uint32_t nan : {0x7f800001u, 0x7fc00000u, 0x7fffffffu, 0xff800001u, 0xffc00001u, 0x7f802000u}) {
+  for (uint32_t nan :
+       {0x7f800001u, 0x7fc00000u, 0x7fffffffu, 0xff800001u, 0xffc00001u, 0x7f802000u}) {
     SCOPED_TRACE(nan);
     uint16_t out = f32_to_f16(float_of(nan));
     EXPECT_EQ(out & 0x7c00u, 0x7c00u);
@@ -274,10 +277,11 @@ std::vector<float> f16_probe_inputs() {
   std::vector<float> inputs;
   for (uint32_t bits = 0; bits < 0x7c00u; ++bits) {
     double low = f16_value_reference(static_cast<uint16_t>(bits));
-    double high = bits + 1 < 0x7c00u ? f16_value_reference(static_cast<uint16_t>(bits + 1)) : 65536.0;
+    double high =
+        bits + 1 < 0x7c00u ? f16_value_reference(static_cast<uint16_t>(bits + 1)) : 65536.0;
     float mid = static_cast<float>((low + high) / 2);  // exact: halves have <= 11 significant bits
-    for (float x : {mid, std::nextafter(mid, 0.0f), std::nextafter(mid, INFINITY),
-                    static_cast<float>(low)}) {
+    for (float x :
+         {mid, std::nextafter(mid, 0.0f), std::nextafter(mid, INFINITY), static_cast<float>(low)}) {
       inputs.push_back(x);
       inputs.push_back(-x);
     }

@@ -56,12 +56,12 @@ TEST(NpyCorpusTest, SeedsParseAsTheirNamesSay) {
     bool valid;
   };
   const Case cases[] = {
-      {"seed_f32_2x3.npy", true},       {"seed_f16_4.npy", true},
-      {"seed_i32_scalar.npy", true},    {"seed_i64_1x1x2.npy", true},
-      {"seed_i1_0x5.npy", true},        {"seed_u1_2x1x1x2.npy", true},
-      {"seed_v2_reordered.npy", true},  {"seed_v3_double_quotes.npy", true},
-      {"seed_unpadded.npy", true},      {"seed_fortran.npy", false},
-      {"seed_big_endian.npy", false},   {"seed_truncated.npy", false},
+      {"seed_f32_2x3.npy", true},      {"seed_f16_4.npy", true},
+      {"seed_i32_scalar.npy", true},   {"seed_i64_1x1x2.npy", true},
+      {"seed_i1_0x5.npy", true},       {"seed_u1_2x1x1x2.npy", true},
+      {"seed_v2_reordered.npy", true}, {"seed_v3_double_quotes.npy", true},
+      {"seed_unpadded.npy", true},     {"seed_fortran.npy", false},
+      {"seed_big_endian.npy", false},  {"seed_truncated.npy", false},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.file);

@@ -2,6 +2,8 @@
 // byte-for-byte agreement with files NumPy wrote (tests/core/data), the
 // accepted header variants, and every rejection path with the argument and
 // value it must name.
+#include "raggemm/npy.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -14,7 +16,6 @@
 #include <vector>
 
 #include "raggemm/error.h"
-#include "raggemm/npy.h"
 
 namespace raggemm {
 namespace {
@@ -59,8 +60,10 @@ Bytes payload_of(const Tensor& tensor) {
 // ---- round trips ----------------------------------------------------------
 
 TEST(NpyRoundTripTest, EveryDtypeAndRankZeroToFour) {
-  const DType dtypes[] = {DType::kF32, DType::kF16, DType::kI32, DType::kI64, DType::kI8, DType::kU8};
-  const Shape shapes[] = {{}, {7}, {0}, {3, 5}, {2, 0}, {2, 3, 4}, {1, 1, 1}, {2, 1, 3, 2}, {3, 0, 2, 1}};
+  const DType dtypes[] = {DType::kF32, DType::kF16, DType::kI32,
+                          DType::kI64, DType::kI8,  DType::kU8};
+  const Shape shapes[] = {{},        {7},       {0},          {3, 5},      {2, 0},
+                          {2, 3, 4}, {1, 1, 1}, {2, 1, 3, 2}, {3, 0, 2, 1}};
   std::mt19937 random(7);
   for (DType dtype : dtypes) {
     for (const Shape& shape : shapes) {
@@ -143,7 +146,9 @@ TEST(NpyNumpyTest, ReadsNumpyFilesAndWritesIdenticalBytes) {
       {"numpy_i64_1x1x2.npy", DType::kI64, {1, 1, 2}, true},
       {"numpy_i8_0x5.npy", DType::kI8, {0, 5}, true},
       {"numpy_u8_2x1x1x2.npy", DType::kU8, {2, 1, 1, 2}, true},
-      {"numpy_u8_aligned.npy", DType::kU8, {10, 10, 10, 10, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+      {"numpy_u8_aligned.npy",
+       DType::kU8,
+       {10, 10, 10, 10, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
        true},
       {"numpy_v2_f32_3.npy", DType::kF32, {3}, false},
       {"numpy_v3_i32_2x2.npy", DType::kI32, {2, 2}, false},
@@ -163,7 +168,8 @@ TEST(NpyNumpyTest, ReadsNumpyFilesAndWritesIdenticalBytes) {
             (std::vector<float>{-2.5f, -1.5f, -0.5f, 0.5f, 1.5f, 2.5f}));
   EXPECT_EQ(values_of<uint16_t>(read_npy(kDataDir + "numpy_f16_5.npy", "x")),
             (std::vector<uint16_t>{0x3c00, 0xc000, 0x7bff, 0x0001, 0x7c00}));
-  EXPECT_EQ(values_of<int32_t>(read_npy(kDataDir + "numpy_i32_scalar.npy", "x")), std::vector<int32_t>{-7});
+  EXPECT_EQ(values_of<int32_t>(read_npy(kDataDir + "numpy_i32_scalar.npy", "x")),
+            std::vector<int32_t>{-7});
   EXPECT_EQ(values_of<int64_t>(read_npy(kDataDir + "numpy_i64_1x1x2.npy", "x")),
             (std::vector<int64_t>{int64_t{1} << 40, -3}));
   EXPECT_EQ(values_of<float>(read_npy(kDataDir + "numpy_v2_f32_3.npy", "x")),
@@ -226,8 +232,8 @@ TEST(NpyHeaderTest, AcceptsLegalVariants) {
   }
   // No padding and no newline at all is still a valid header.
   std::string dict = dict_for("|u1", "(3,)");
-  std::string unpadded_text = std::string("\x93NUMPY\x01\x00", 8) +
-                              static_cast<char>(dict.size()) + '\0' + dict + "abc";
+  std::string unpadded_text =
+      std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(dict.size()) + '\0' + dict + "abc";
   Bytes unpadded = to_bytes(unpadded_text);
   EXPECT_EQ(parse(unpadded).shape(), Shape{3});
 }
@@ -275,13 +281,16 @@ std::vector<BadImage> bad_images() {
       {"u1 with '<'", image(dict_for("<u1", "(8,)")), "descr='<u1'"},
       {"unsigned 32", image(dict_for("<u4", "(2,)")), "descr='<u4'"},
       {"empty descr", image(dict_for("", "(2,)")), "descr=''"},
-      {"structured descr", image("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }"), ""},
+      {"structured descr",
+       image("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }"), ""},
       {"missing shape", image("{'descr': '<f4', 'fortran_order': False}"), ""},
       {"missing descr", image("{'fortran_order': False, 'shape': (2,)}"), ""},
       {"missing fortran_order", image("{'descr': '<f4', 'shape': (2,)}"), ""},
-      {"duplicate key", image("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2,)}"),
+      {"duplicate key",
+       image("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2,)}"),
        "key='descr'"},
-      {"extra key", image("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}"), "key='x'"},
+      {"extra key", image("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}"),
+       "key='x'"},
       {"not a dict", image("['descr', '<f4']"), ""},
       {"unterminated dict", image("{'descr': '<f4', 'fortran_order': False, 'shape': (2,)"), ""},
       {"unterminated string", image("{'descr: '<f4'"), ""},

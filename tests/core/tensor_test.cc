@@ -1,5 +1,7 @@
 // TensorView and Tensor: row-major strides, contiguity, 64-byte alignment,
 // zero initialization, and the overflow and negative-dim errors.
+#include "raggemm/tensor.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -7,7 +9,6 @@
 #include <limits>
 
 #include "raggemm/error.h"
-#include "raggemm/tensor.h"
 
 namespace raggemm {
 namespace {
@@ -100,9 +101,9 @@ TEST(TensorTest, AlignedZeroedAndShaped) {
     Shape shape;
   };
   const Case cases[] = {
-      {DType::kF32, {}},        {DType::kF32, {1}},        {DType::kBF16, {3, 5}},
+      {DType::kF32, {}},        {DType::kF32, {1}},          {DType::kBF16, {3, 5}},
       {DType::kF16, {7, 1, 3}}, {DType::kI64, {2, 2, 2, 2}}, {DType::kU8, {65}},
-      {DType::kI8, {0, 9}},     {DType::kI32, {129, 3}},    {DType::kF8E4M3, {1000}},
+      {DType::kI8, {0, 9}},     {DType::kI32, {129, 3}},     {DType::kF8E4M3, {1000}},
   };
   for (int round = 0; round < 2; ++round) {  // the second round reuses freed memory
     for (const Case& c : cases) {
@@ -112,7 +113,8 @@ TEST(TensorTest, AlignedZeroedAndShaped) {
       EXPECT_EQ(tensor.dtype(), c.dtype);
       EXPECT_EQ(tensor.shape(), c.shape);
       EXPECT_EQ(tensor.view().strides, row_major_strides(c.shape));
-      EXPECT_EQ(tensor.nbytes(), static_cast<size_t>(checked_numel(c.shape, "s")) * dtype_size(c.dtype));
+      EXPECT_EQ(tensor.nbytes(),
+                static_cast<size_t>(checked_numel(c.shape, "s")) * dtype_size(c.dtype));
       const uint8_t* bytes = tensor.as<uint8_t>();
       for (size_t i = 0; i < tensor.nbytes(); ++i) ASSERT_EQ(bytes[i], 0) << "byte " << i;
       std::memset(tensor.data(), 0xab, tensor.nbytes());  // dirty it for round two
