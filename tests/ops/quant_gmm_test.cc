@@ -262,6 +262,41 @@ TEST_P(QuantPassTest, GradRhsMatchesDequantizedReferenceAndF32) {
 INSTANTIATE_TEST_SUITE_P(Recipes, QuantPassTest, ::testing::ValuesIn(pass_cases()),
                          [](const auto& info) { return name_of(info.param); });
 
+// Weights quantized elsewhere, with any granularity the kernels' scale
+// operands express: per tensor, per expert, per expert and column, blocks.
+TEST(QuantPass, PreQuantizedWeightsOfEveryGranularity) {
+  Tensor lhs = random_normal({kM, kK}, 21);
+  Tensor dout = random_normal({kM, kN}, 22);
+  Tensor weight = random_normal({4, kK, kN}, 23);
+  Tensor gs = sizes_tensor(kGroupPatterns[0]);
+  for (QuantRecipe recipe : {QuantRecipe::kFp8, QuantRecipe::kInt8}) {
+    for (const char* spec : {"per_tensor", "channel:0", "channel:0,2", "channel:0,2+block:1:32"}) {
+      const Granularity granularity = parse_granularity(spec, "g");
+      const QuantizedTensor qw = quantize(weight, recipe_operand_type(recipe), granularity);
+      for (bool transpose : {false, true}) {
+        GmmOptions options;
+        options.kernel = KernelVersion::kV2;
+        options.transpose_rhs = transpose;
+        const QuantGmmOptions quant{recipe, {}, 0};
+        const Tensor& input = transpose ? dout : lhs;
+        const QuantizedGmmOperands ops = prepare_quantized_gmm(input, qw, gs, options, quant);
+        Tensor out = run_quantized_gmm(ops, gs, options, quant);
+        const std::string what = std::string(quant_recipe_name(recipe)) + " " + spec +
+                                 (transpose ? " dlhs" : " fwd");
+        expect_tight(out,
+                     gmm_f64(decoded(ops.lhs, true), decoded(ops.rhs, ops.rhs_scales_in_kernel),
+                             kGroupPatterns[0], transpose),
+                     what);
+        const QuantType type = transpose ? recipe_gradient_type(recipe) : recipe_operand_type(recipe);
+        // int8 per tensor is looser than per channel (see docs/quantization.md).
+        const double bound = type == QuantType::kInt8 ? 0.03 : loose_bound(type);
+        EXPECT_LE(rel_frobenius(out, gmm_f64(input, weight, kGroupPatterns[0], transpose)), bound)
+            << what;
+      }
+    }
+  }
+}
+
 TEST(QuantPass, HybridPlanRunsEveryPass) {
   // fwd v2 (block-wise weight), dlhs v1 (channel), drhs v2.
   Tensor lhs = random_normal({kM, kK}, 7);
