@@ -14,6 +14,7 @@
 #include "kernels/int8_microkernel.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define RAGGEMM_INT8_X86 1
 #endif
@@ -197,6 +198,14 @@ void avx2_run(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c, int64_t
   kByRows[rows - 1](kq, a, b, c, ldc, cols, accumulate);
 }
 
+// CPUID leaf 7, sub-leaf 1, EAX bit 4 (not every compiler's
+// __builtin_cpu_supports knows "avxvnni").
+bool cpu_has_avx_vnni() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) return false;
+  return (eax >> 4) & 1u;
+}
+
 }  // namespace
 
 bool int8_microkernel_avx512_vnni(Int8Microkernel* kernel) {
@@ -210,7 +219,7 @@ bool int8_microkernel_avx512_vnni(Int8Microkernel* kernel) {
 }
 
 bool int8_microkernel_avx_vnni(Int8Microkernel* kernel) {
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("avxvnni")) return false;
+  if (!__builtin_cpu_supports("avx2") || !cpu_has_avx_vnni()) return false;
   *kernel = Int8Microkernel{kAvxVnniMR, kAvxVnniNR, /*biased_a=*/true, "AVX_VNNI", &avx_vnni_run};
   return true;
 }
