@@ -51,8 +51,7 @@ struct Granularity {
   int64_t block_size = 0;
 
   static Granularity per_tensor() { return {}; }
-  static Granularity channel(std::vector<int> axes, int block_axis = -1,
-                             int64_t block_size = 0);
+  static Granularity channel(std::vector<int> axes, int block_axis = -1, int64_t block_size = 0);
 
   bool has_block() const { return block_axis >= 0; }
   bool keeps(int axis) const;
@@ -157,8 +156,8 @@ struct QuantizedGmmOperands {
   bool rhs_scales_in_kernel = true;  // false when they were folded into lhs
 };
 struct QuantizedTgmmOperands {
-  QuantizedTensor lhs;   // [M, K], per row
-  QuantizedTensor dout;  // [M, N], per column, lhs row scales folded in
+  QuantizedTensor lhs;                // [M, K], per row
+  QuantizedTensor dout;               // [M, N], per column, lhs row scales folded in
   bool lhs_scales_in_kernel = false;  // folded into dout: the kernel reads codes only
 };
 
@@ -166,8 +165,7 @@ struct QuantizedTgmmOperands {
 // quantized, or f32 and quantized here). dlhs (transpose_rhs true): lhs is
 // dout [M,N], weight [G,K,N] read transposed; returns [M,K].
 QuantizedGmmOperands prepare_quantized_gmm(const TensorView& lhs, const QuantizedTensor& weight,
-                                           const TensorView& group_sizes,
-                                           const GmmOptions& options,
+                                           const TensorView& group_sizes, const GmmOptions& options,
                                            const QuantGmmOptions& quant);
 Tensor quantized_gmm(const TensorView& lhs, const QuantizedTensor& weight,
                      const TensorView& group_sizes, const GmmOptions& options = {},

@@ -23,8 +23,7 @@ int run_dequantize(const std::vector<std::string>& args) {
   CLI::App app{"Dequantize codes and scales to float32: value = decode(code) * scale.",
                "raggemm dequantize"};
   std::string in_path, scales_path, type_name, out_path, spec;
-  app.add_option("--in", in_path, "codes .npy (uint8 raw bits for fp8, int8 for int8)")
-      ->required();
+  app.add_option("--in", in_path, "codes .npy (uint8 raw bits for fp8, int8 for int8)")->required();
   app.add_option("--scales", scales_path, "scales float32 .npy, the codes' rank")->required();
   app.add_option("--type", type_name, "fp8_e4m3, fp8_e5m2 or int8")->required();
   app.add_option("--out", out_path, "output float32 .npy")->required();
@@ -59,8 +58,8 @@ int run_dequantize(const std::vector<std::string>& args) {
   return 0;
 }
 
-const CommandRegistrar kRegistrar("dequantize",
-                                  "float32 values of fp8/int8 codes and scales", run_dequantize);
+const CommandRegistrar kRegistrar("dequantize", "float32 values of fp8/int8 codes and scales",
+                                  run_dequantize);
 
 }  // namespace
 }  // namespace raggemm::cli

@@ -35,8 +35,8 @@ std::optional<QuantGmmOptions> parse_quant_flags(const QuantFlags& flags, Kernel
             "tgmm has no weight operand (lhs is quantized per row, dout per column); "
             "use channel");
     require(kernel == KernelVersion::kV2, "--rhs-scales", flags.rhs_scales,
-            std::string("block-wise scales need --kernel v2 (got --kernel ") +
-                kernel_name(kernel) + ")");
+            std::string("block-wise scales need --kernel v2 (got --kernel ") + kernel_name(kernel) +
+                ")");
   }
   return options;
 }
@@ -69,9 +69,8 @@ double median(std::vector<double> values) {
 
 }  // namespace
 
-QuantBench::QuantBench(int op, int64_t m, int64_t k, int64_t n, int64_t groups,
-                       QuantRecipe recipe, const Shape& a_shape, const Shape& b_shape,
-                       uint64_t a_seed, uint64_t b_seed)
+QuantBench::QuantBench(int op, int64_t m, int64_t k, int64_t n, int64_t groups, QuantRecipe recipe,
+                       const Shape& a_shape, const Shape& b_shape, uint64_t a_seed, uint64_t b_seed)
     : op_(op), recipe_(recipe) {
   (void)m;
   a_ = random_f32(a_shape, a_seed);
@@ -139,8 +138,9 @@ QuantBenchTimes QuantBench::time(const TensorView& group_sizes, Tensor* out, con
   times.total_seconds = median(totals);
   constexpr double kMiB = 1024.0 * 1024.0;
   if (op_ != 2) times.weight_mib = double(weight_.values.nbytes() + weight_.scales.nbytes()) / kMiB;
-  times.tensors_mib = times.weight_mib +
-                      double(a_.nbytes() + (op_ == 2 ? b_activations_.nbytes() : 0) + out->nbytes()) / kMiB;
+  times.tensors_mib =
+      times.weight_mib +
+      double(a_.nbytes() + (op_ == 2 ? b_activations_.nbytes() : 0) + out->nbytes()) / kMiB;
   return times;
 }
 

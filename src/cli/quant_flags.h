@@ -56,8 +56,8 @@ class QuantBench {
   int op_;
   QuantRecipe recipe_;
   Tensor a_;
-  Tensor b_activations_;     // tgmm only
-  QuantizedTensor weight_;   // gmm, dlhs
+  Tensor b_activations_;    // tgmm only
+  QuantizedTensor weight_;  // gmm, dlhs
 };
 
 }  // namespace raggemm::cli

@@ -20,9 +20,10 @@ namespace raggemm::cli {
 namespace {
 
 int run_quantize(const std::vector<std::string>& args) {
-  CLI::App app{"Quantize a float32 array: codes (fp8 as raw uint8 bits, or int8) and float32 "
-               "scales, value = decode(code) * scale.",
-               "raggemm quantize"};
+  CLI::App app{
+      "Quantize a float32 array: codes (fp8 as raw uint8 bits, or int8) and float32 "
+      "scales, value = decode(code) * scale.",
+      "raggemm quantize"};
   std::string in_path, out_path, scales_path, type_name, spec, static_range;
   app.add_option("--in", in_path, "input float32 .npy, any rank")->required();
   app.add_option("--out", out_path, "codes .npy (uint8 for fp8, int8 for int8)")->required();
@@ -63,8 +64,7 @@ int run_quantize(const std::vector<std::string>& args) {
   write_npy(scales_path, quantized.scales);
   std::cout << "wrote " << out_path << ": " << quant_type_name(type) << " codes "
             << shape_string(quantized.values.shape()) << "; " << scales_path << ": f32 "
-            << shape_string(quantized.scales.shape()) << " (" << granularity.to_string()
-            << ")\n";
+            << shape_string(quantized.scales.shape()) << " (" << granularity.to_string() << ")\n";
   return 0;
 }
 

@@ -125,7 +125,8 @@ inline float decode_e5m2_branchless(uint8_t code) {
   const uint32_t sign = static_cast<uint32_t>(code & 0x80u) << 24;
   const uint32_t magnitude = code & 0x7fu;
   const uint32_t normal = (magnitude << 21) + (112u << 23);
-  const uint32_t subnormal = bits_of(static_cast<float>(static_cast<int32_t>(magnitude)) * 0x1p-16f);
+  const uint32_t subnormal =
+      bits_of(static_cast<float>(static_cast<int32_t>(magnitude)) * 0x1p-16f);
   const uint32_t is_normal = mask_if(magnitude >= 4u);
   // Infinities, and NaNs (quiet, as the table has them).
   const uint32_t is_special = mask_if(magnitude >= 0x7cu);
@@ -172,7 +173,8 @@ inline uint8_t encode_branchless(float value) {
   const uint32_t magnitude_bits = bits & 0x7fffffffu;
   constexpr int kShift = 23 - kMantissa;
   const uint32_t rebased = magnitude_bits - (static_cast<uint32_t>(127 - kBias) << 23);
-  const uint32_t normal = (rebased + ((1u << (kShift - 1)) - 1u) + ((rebased >> kShift) & 1u)) >> kShift;
+  const uint32_t normal =
+      (rebased + ((1u << (kShift - 1)) - 1u) + ((rebased >> kShift) & 1u)) >> kShift;
   constexpr float kSubnormalScale = static_cast<float>(1u << (kBias - 1 + kMantissa));
   constexpr uint32_t kMinNormalBits = static_cast<uint32_t>(127 + 1 - kBias) << 23;
   const uint32_t is_subnormal = mask_if(magnitude_bits < kMinNormalBits);
@@ -192,12 +194,14 @@ inline uint8_t encode_branchless(float value) {
 
 RAGGEMM_FP8_CLONES void encode_e4m3_span(const float* src, int64_t count, float divisor,
                                          uint8_t* out) {
-  for (int64_t j = 0; j < count; ++j) out[j] = encode_branchless<7, 3, 0x7eu, 0x7fu>(src[j] / divisor);
+  for (int64_t j = 0; j < count; ++j)
+    out[j] = encode_branchless<7, 3, 0x7eu, 0x7fu>(src[j] / divisor);
 }
 
 RAGGEMM_FP8_CLONES void encode_e5m2_span(const float* src, int64_t count, float divisor,
                                          uint8_t* out) {
-  for (int64_t j = 0; j < count; ++j) out[j] = encode_branchless<15, 2, 0x7bu, 0x7eu>(src[j] / divisor);
+  for (int64_t j = 0; j < count; ++j)
+    out[j] = encode_branchless<15, 2, 0x7bu, 0x7eu>(src[j] / divisor);
 }
 
 }  // namespace
@@ -228,7 +232,7 @@ uint8_t f32_to_fp8_e4m3(float value) {
   uint8_t sign = static_cast<uint8_t>((bits >> 24) & 0x80u);
   uint32_t abs_bits = bits & 0x7fffffffu;
   if (abs_bits > 0x7f800000u) return static_cast<uint8_t>(sign | 0x7fu);  // NaN
-  constexpr uint32_t kMaxCode = 0x7eu;  // 448
+  constexpr uint32_t kMaxCode = 0x7eu;                                    // 448
   if (abs_bits >= bits_of(kFp8E4M3Max)) return static_cast<uint8_t>(sign | kMaxCode);
   uint32_t code = round_magnitude(float_of(abs_bits), kE4M3);
   if (code > kMaxCode) code = kMaxCode;
@@ -240,7 +244,7 @@ uint8_t f32_to_fp8_e5m2(float value, bool saturate) {
   uint8_t sign = static_cast<uint8_t>((bits >> 24) & 0x80u);
   uint32_t abs_bits = bits & 0x7fffffffu;
   if (abs_bits > 0x7f800000u) return static_cast<uint8_t>(sign | 0x7eu);  // quiet NaN
-  constexpr uint32_t kMaxCode = 0x7bu;  // 57344
+  constexpr uint32_t kMaxCode = 0x7bu;                                    // 57344
   constexpr uint32_t kInfCode = 0x7cu;
   if (abs_bits == 0x7f800000u) return static_cast<uint8_t>(sign | (saturate ? kMaxCode : kInfCode));
   uint32_t code;

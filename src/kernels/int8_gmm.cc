@@ -93,8 +93,8 @@ int64_t interleave_quads(const int8_t* const rows[4], int64_t cols, int8_t* out)
 // q holds columns c0 + q*nr .. in the quad layout, over all of K; and the
 // column sums over K. Loops run over contiguous bytes without divisions:
 // packing reads every weight byte once per item, so it must stay cheap.
-void pack_b(const int8_t* b, int64_t k, int64_t n, int64_t c0, int64_t width, int nr,
-            int8_t* dst, int32_t* column_sums) {
+void pack_b(const int8_t* b, int64_t k, int64_t n, int64_t c0, int64_t width, int nr, int8_t* dst,
+            int32_t* column_sums) {
   const int64_t kq = quads(k);
   const int64_t panels = (width + nr - 1) / nr;
   static const int8_t kZeros[64] = {};  // >= any nr
@@ -201,8 +201,7 @@ void run_item(const Int8GmmProblem& p, const Schedule& s, const Int8Microkernel&
           for (int64_t ib = 0; ib < a_panels; ++ib) {
             const int prows = static_cast<int>(std::min<int64_t>(uk.mr, rows - ib * uk.mr));
             const uint8_t* a = packed_a + ((first_panel + ib) * kq + q0) * uk.mr * 4;
-            uk.run(qc, a, b, acc + ib * uk.mr * width + jb * uk.nr, width, prows, cols,
-                   accumulate);
+            uk.run(qc, a, b, acc + ib * uk.mr * width + jb * uk.nr, width, prows, cols, accumulate);
           }
         }
       }

@@ -18,9 +18,9 @@
 namespace raggemm::kernels {
 
 struct Int8GmmProblem {
-  const int8_t* lhs = nullptr;      // [M, K] codes, row-major
-  const float* row_scale = nullptr; // [M]
-  const int8_t* rhs = nullptr;      // local group g at rhs + g * rhs_group_stride: [K, N]
+  const int8_t* lhs = nullptr;       // [M, K] codes, row-major
+  const float* row_scale = nullptr;  // [M]
+  const int8_t* rhs = nullptr;       // local group g at rhs + g * rhs_group_stride: [K, N]
   int64_t rhs_group_stride = 0;
   const float* col_scale = nullptr;  // group g, column j: col_scale[g * group_stride + j * stride]
   int64_t col_scale_stride = 1;      // 0: one scale for all columns

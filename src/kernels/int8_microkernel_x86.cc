@@ -135,8 +135,8 @@ constexpr auto avx_vnni_table(std::integer_sequence<int, R...>) {
   return std::array<Fn, sizeof...(R)>{&avx_vnni_tile<R + 1>...};
 }
 
-void avx_vnni_run(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c, int64_t ldc,
-                  int rows, int cols, bool accumulate) {
+void avx_vnni_run(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c, int64_t ldc, int rows,
+                  int cols, bool accumulate) {
   static constexpr auto kByRows = avx_vnni_table(std::make_integer_sequence<int, kAvxVnniMR>{});
   kByRows[rows - 1](kq, a, b, c, ldc, cols, accumulate);
 }
@@ -160,8 +160,8 @@ RAGGEMM_AVX2 inline __m256i dot_quads(__m256i a, __m256i b, __m256i ones) {
 }
 
 template <int R>
-RAGGEMM_AVX2 void avx2_tile(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c,
-                            int64_t ldc, int cols, bool accumulate) {
+RAGGEMM_AVX2 void avx2_tile(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c, int64_t ldc,
+                            int cols, bool accumulate) {
   __m256i acc0[R], acc1[R];
   for (int i = 0; i < R; ++i) {
     acc0[i] = _mm256_setzero_si256();
@@ -213,8 +213,7 @@ bool int8_microkernel_avx512_vnni(Int8Microkernel* kernel) {
       !__builtin_cpu_supports("avx512vnni")) {
     return false;
   }
-  *kernel = Int8Microkernel{kVnni512MR, kVnni512NR, /*biased_a=*/true, "AVX512_VNNI",
-                            &vnni512_run};
+  *kernel = Int8Microkernel{kVnni512MR, kVnni512NR, /*biased_a=*/true, "AVX512_VNNI", &vnni512_run};
   return true;
 }
 

@@ -2,6 +2,8 @@
 // (include/raggemm/quant.h). Both walk the tensor in spans: runs along the
 // last axis that share one scale cell, so the inner loops carry no index
 // arithmetic.
+#include "raggemm/quant.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -9,7 +11,6 @@
 
 #include "raggemm/error.h"
 #include "raggemm/fp8.h"
-#include "raggemm/quant.h"
 
 namespace raggemm {
 namespace {
@@ -87,10 +88,14 @@ void for_each_span(const CellLayout& layout, Fn fn) {
 // Reads element j of a span as f32.
 float load_input(const TensorView& input, int64_t offset) {
   switch (input.dtype) {
-    case DType::kF32: return input.as<const float>()[offset];
-    case DType::kBF16: return bf16_to_f32(input.as<const uint16_t>()[offset]);
-    case DType::kF16: return f16_to_f32(input.as<const uint16_t>()[offset]);
-    default: return 0.0f;
+    case DType::kF32:
+      return input.as<const float>()[offset];
+    case DType::kBF16:
+      return bf16_to_f32(input.as<const uint16_t>()[offset]);
+    case DType::kF16:
+      return f16_to_f32(input.as<const uint16_t>()[offset]);
+    default:
+      return 0.0f;
   }
 }
 
@@ -177,8 +182,7 @@ void encode_span(const TensorView& input, QuantType type, int64_t offset, int64_
 void check_input(const TensorView& input, const std::string& argument) {
   require(input.dtype == DType::kF32 || input.dtype == DType::kBF16 || input.dtype == DType::kF16,
           argument, dtype_name(input.dtype), "quantize reads f32, bf16 or f16");
-  require(input.data != nullptr || input.numel() == 0, argument, "null",
-          "input data is null");
+  require(input.data != nullptr || input.numel() == 0, argument, "null", "input data is null");
   require(input.strides.size() == input.shape.size(), argument, shape_string(input.strides),
           "strides must have the rank of the shape " + shape_string(input.shape));
 }
@@ -206,42 +210,42 @@ QuantizedTensor quantize(const TensorView& input, QuantType type, const Granular
   if (static_range) {
     std::fill(scales, scales + result.scales.numel(), *static_range / type_max);
     if (type == QuantType::kInt8) {
-      for_each_span(layout, [&](int64_t offset, int64_t stride, int64_t flat, int64_t count,
-                                int64_t) {
-        for (int64_t j = 0; j < count; ++j) {
-          if (std::isnan(load_input(input, offset + j * stride))) {
-            fail("input", "NaN at element " + std::to_string(flat + j),
-                 "int8 has no NaN code; remove NaNs before quantizing");
-          }
-        }
-      });
+      for_each_span(layout,
+                    [&](int64_t offset, int64_t stride, int64_t flat, int64_t count, int64_t) {
+                      for (int64_t j = 0; j < count; ++j) {
+                        if (std::isnan(load_input(input, offset + j * stride))) {
+                          fail("input", "NaN at element " + std::to_string(flat + j),
+                               "int8 has no NaN code; remove NaNs before quantizing");
+                        }
+                      }
+                    });
     }
   } else {
     // Dynamic absmax per cell (the scale buffer holds the maxima first).
-    for_each_span(layout, [&](int64_t offset, int64_t stride, int64_t flat, int64_t count,
-                              int64_t cell) {
-      float absmax = scales[cell];
-      bool finite = true;
-      if (input.dtype == DType::kF32 && stride == 1) {  // the vectorizable common case
-        absmax = absmax_bits(input.as<const float>() + offset, count, absmax);
-        finite = absmax <= std::numeric_limits<float>::max();  // false for inf and NaN
-      } else {
-        for (int64_t j = 0; j < count; ++j) {
-          const float magnitude = std::fabs(load_input(input, offset + j * stride));
-          finite &= magnitude <= std::numeric_limits<float>::max();
-          absmax = magnitude > absmax ? magnitude : absmax;
-        }
-      }
-      if (!finite) {
-        for (int64_t j = 0; j < count; ++j) {
-          if (!std::isfinite(load_input(input, offset + j * stride))) {
-            fail("input", "non-finite value at element " + std::to_string(flat + j),
-                 "dynamic calibration needs finite inputs (use a static range to saturate)");
+    for_each_span(
+        layout, [&](int64_t offset, int64_t stride, int64_t flat, int64_t count, int64_t cell) {
+          float absmax = scales[cell];
+          bool finite = true;
+          if (input.dtype == DType::kF32 && stride == 1) {  // the vectorizable common case
+            absmax = absmax_bits(input.as<const float>() + offset, count, absmax);
+            finite = absmax <= std::numeric_limits<float>::max();  // false for inf and NaN
+          } else {
+            for (int64_t j = 0; j < count; ++j) {
+              const float magnitude = std::fabs(load_input(input, offset + j * stride));
+              finite &= magnitude <= std::numeric_limits<float>::max();
+              absmax = magnitude > absmax ? magnitude : absmax;
+            }
           }
-        }
-      }
-      scales[cell] = absmax;
-    });
+          if (!finite) {
+            for (int64_t j = 0; j < count; ++j) {
+              if (!std::isfinite(load_input(input, offset + j * stride))) {
+                fail("input", "non-finite value at element " + std::to_string(flat + j),
+                     "dynamic calibration needs finite inputs (use a static range to saturate)");
+              }
+            }
+          }
+          scales[cell] = absmax;
+        });
     for (int64_t i = 0; i < result.scales.numel(); ++i) {
       const float scale = scales[i] / type_max;
       // A zero cell (or one so small its scale underflows) gets scale 1 and zero codes.
@@ -250,19 +254,20 @@ QuantizedTensor quantize(const TensorView& input, QuantType type, const Granular
   }
 
   char* out = static_cast<char*>(result.values.data());
-  for_each_span(layout, [&](int64_t offset, int64_t stride, int64_t flat, int64_t count,
-                            int64_t cell) {
-    void* dst = out + flat;  // every storage type is one byte
-    encode_span(input, type, offset, stride, count, scales[cell], dst);
-  });
+  for_each_span(layout,
+                [&](int64_t offset, int64_t stride, int64_t flat, int64_t count, int64_t cell) {
+                  void* dst = out + flat;  // every storage type is one byte
+                  encode_span(input, type, offset, stride, count, scales[cell], dst);
+                });
   return result;
 }
 
 Tensor dequantize(const TensorView& values, const TensorView& scales, QuantType type,
                   const Granularity& granularity) {
   const bool fp8 = type != QuantType::kInt8;
-  const bool dtype_ok = fp8 ? (values.dtype == quant_storage_dtype(type) || values.dtype == DType::kU8)
-                            : values.dtype == DType::kI8;
+  const bool dtype_ok =
+      fp8 ? (values.dtype == quant_storage_dtype(type) || values.dtype == DType::kU8)
+          : values.dtype == DType::kI8;
   require(dtype_ok, "values", dtype_name(values.dtype),
           std::string("codes of ") + quant_type_name(type) + " must be " +
               (fp8 ? "uint8 (raw fp8 bits)" : "int8"));
@@ -281,17 +286,19 @@ Tensor dequantize(const TensorView& values, const TensorView& scales, QuantType 
   const float* scale = scales.as<const float>();
   const CellLayout layout = make_layout(values, granularity, scale_shape);
   const float* table = fp8 ? fp8_decode_table(quant_storage_dtype(type)) : nullptr;
-  for_each_span(layout, [&](int64_t offset, int64_t stride, int64_t flat, int64_t count,
-                            int64_t cell) {
-    const float s = scale[cell];
-    if (fp8) {
-      const uint8_t* codes = values.as<const uint8_t>() + offset;
-      for (int64_t j = 0; j < count; ++j) dst[flat + j] = table[codes[j * stride]] * s;
-    } else {
-      const int8_t* codes = values.as<const int8_t>() + offset;
-      for (int64_t j = 0; j < count; ++j) dst[flat + j] = static_cast<float>(codes[j * stride]) * s;
-    }
-  });
+  for_each_span(layout,
+                [&](int64_t offset, int64_t stride, int64_t flat, int64_t count, int64_t cell) {
+                  const float s = scale[cell];
+                  if (fp8) {
+                    const uint8_t* codes = values.as<const uint8_t>() + offset;
+                    for (int64_t j = 0; j < count; ++j)
+                      dst[flat + j] = table[codes[j * stride]] * s;
+                  } else {
+                    const int8_t* codes = values.as<const int8_t>() + offset;
+                    for (int64_t j = 0; j < count; ++j)
+                      dst[flat + j] = static_cast<float>(codes[j * stride]) * s;
+                  }
+                });
   return out;
 }
 

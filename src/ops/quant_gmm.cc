@@ -7,8 +7,9 @@
 // the QuantizedTensor's scales. The int8 forward pass with per-row and
 // per-column scales instead runs on integer dot products (kernels/int8_gmm.h)
 // and applies both scales in its output stage.
-#include <algorithm>
 #include <omp.h>
+
+#include <algorithm>
 
 #include "kernels/gmm_kernel.h"
 #include "kernels/int8_gmm.h"
@@ -64,10 +65,10 @@ void check_weight(const QuantizedTensor& weight, const QuantGmmOptions& quant) {
   ops::check_tensor(weight.values, "weight", 3, {quant_storage_dtype(expected)});
   ops::check_tensor(weight.scales, "weight.scales", 3, {DType::kF32});
   const Shape expected_scales = weight.granularity.scale_shape(weight.values.shape(), "weight");
-  require(weight.scales.shape() == expected_scales, "weight.scales",
-          shape_string(weight.scales.shape()),
-          "granularity " + weight.granularity.to_string() + " needs " +
-              shape_string(expected_scales));
+  require(
+      weight.scales.shape() == expected_scales, "weight.scales",
+      shape_string(weight.scales.shape()),
+      "granularity " + weight.granularity.to_string() + " needs " + shape_string(expected_scales));
   require(!weight.granularity.has_block() || weight.granularity.block_axis == 1, "weight",
           weight.granularity.to_string(), "weight blocks must lie along K (axis 1)");
 }
@@ -82,8 +83,9 @@ Tiles resolve_tiles(const Tiles& requested, ops::OpKind op, int64_t m, int64_t k
   Tiles tiles = ops::fill_default_tiles(requested, op, m, k, n, groups);
   if (k_block <= 0 || tiles.k >= k || tiles.k % k_block == 0) return tiles;
   if (requested.k != 0) {
-    fail("tiles", std::to_string(requested.m) + "," + std::to_string(requested.k) + "," +
-                      std::to_string(requested.n),
+    fail("tiles",
+         std::to_string(requested.m) + "," + std::to_string(requested.k) + "," +
+             std::to_string(requested.n),
          block_setting + " needs a tile k that is a multiple of " + std::to_string(k_block) +
              " (tile k = " + std::to_string(requested.k) + ")");
   }
@@ -134,8 +136,8 @@ PassShape check_gmm_pass(const TensorView& lhs, const QuantizedTensor& weight,
          "block-wise weight scales (" + weight.granularity.to_string() + ") need kernel v2");
   }
   if (quant.lhs_k_block != 0) {
-    require(quant.lhs_k_block >= kMinBlockSize && quant.lhs_k_block <= kMaxBlockSize,
-            "lhs_k_block", quant.lhs_k_block, "must be 0 (per row) or in 32..512");
+    require(quant.lhs_k_block >= kMinBlockSize && quant.lhs_k_block <= kMaxBlockSize, "lhs_k_block",
+            quant.lhs_k_block, "must be 0 (per row) or in 32..512");
     require(!o.transpose_rhs, "lhs_k_block", quant.lhs_k_block,
             "K-blocks of lhs scales apply to the forward pass only");
     require(o.kernel == KernelVersion::kV2, "kernel", kernel_setting(o.kernel),
@@ -162,8 +164,8 @@ int64_t contracted_block(const QuantizedTensor& weight, const GmmOptions& o,
            "must divide or be a multiple of the weight's block size " +
                std::to_string(weight.granularity.block_size));
     }
-    *setting = (setting->empty() ? "" : *setting + " and ") + "lhs_k_block=" +
-               std::to_string(quant.lhs_k_block);
+    *setting = (setting->empty() ? "" : *setting + " and ") +
+               "lhs_k_block=" + std::to_string(quant.lhs_k_block);
   }
   return block;
 }
@@ -199,8 +201,7 @@ QuantizedTensor quantize_weight(const TensorView& weight, QuantRecipe recipe,
 }
 
 QuantizedGmmOperands prepare_quantized_gmm(const TensorView& lhs, const QuantizedTensor& weight,
-                                           const TensorView& group_sizes,
-                                           const GmmOptions& options,
+                                           const TensorView& group_sizes, const GmmOptions& options,
                                            const QuantGmmOptions& quant) {
   const PassShape s = check_gmm_pass(lhs, weight, group_sizes, options, quant);
   std::string setting;
@@ -250,9 +251,8 @@ Tensor run_quantized_gmm(const QuantizedGmmOperands& operands, const TensorView&
   std::string setting;
   const int64_t block = contracted_block(weight, o, quant, &setting);
   kernels::Schedule schedule;
-  schedule.tiles =
-      resolve_tiles(o.tiles, ops::OpKind::kGmm, s.m, s.k, s.out_cols, s.local_groups, block,
-                    setting);
+  schedule.tiles = resolve_tiles(o.tiles, ops::OpKind::kGmm, s.m, s.k, s.out_cols, s.local_groups,
+                                 block, setting);
   schedule.threads = resolve_threads(o.threads);
   schedule.input_buffer_count = o.input_buffer_count;
   Tensor out(DType::kF32, {s.m, s.out_cols});
@@ -260,8 +260,8 @@ Tensor run_quantized_gmm(const QuantizedGmmOperands& operands, const TensorView&
   const bool staged = o.fuse_swiglu || o.col_scale || o.col_bias || o.row_scale;
   const bool per_row = lhs.granularity == Granularity::channel({0});
   const bool per_column = !scales_vary_along(weight, 1);
-  if (quant.recipe == QuantRecipe::kInt8 && !o.transpose_rhs && !staged && per_row &&
-      per_column && operands.rhs_scales_in_kernel && kernels::int8_gmm_available()) {
+  if (quant.recipe == QuantRecipe::kInt8 && !o.transpose_rhs && !staged && per_row && per_column &&
+      operands.rhs_scales_in_kernel && kernels::int8_gmm_available()) {
     int64_t group_stride = 0;
     const kernels::OperandScale ws = slice_scale(weight, 1, 2, &group_stride);
     kernels::Int8GmmProblem p;
@@ -424,8 +424,8 @@ Tensor run_quantized_tgmm(const QuantizedTgmmOperands& operands, const TensorVie
   Tensor out(DType::kF32, {s.local_groups, s.k, s.n});
   p.out = out.as<float>();
   kernels::Schedule schedule;
-  schedule.tiles = ops::fill_default_tiles(o.tiles, ops::OpKind::kTgmm, s.k, s.m, s.n,
-                                           s.local_groups);
+  schedule.tiles =
+      ops::fill_default_tiles(o.tiles, ops::OpKind::kTgmm, s.k, s.m, s.n, s.local_groups);
   schedule.threads = resolve_threads(o.threads);
   schedule.input_buffer_count = o.input_buffer_count;
   if (o.kernel == KernelVersion::kV1) {

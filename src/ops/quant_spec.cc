@@ -28,8 +28,8 @@ std::vector<std::string_view> split(std::string_view text, char separator) {
   size_t start = 0;
   while (true) {
     size_t at = text.find(separator, start);
-    parts.push_back(text.substr(start, at == std::string_view::npos ? std::string_view::npos
-                                                                    : at - start));
+    parts.push_back(
+        text.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
     if (at == std::string_view::npos) return parts;
     start = at + 1;
   }
@@ -41,8 +41,8 @@ int parse_axis(std::string_view text, std::string_view spec, const std::string& 
   std::optional<int64_t> axis = parse_whole_number(text);
   if (!axis || *axis > kMaxAxis) {
     fail(argument, std::string(spec),
-         "axis '" + std::string(text) + "' is not an axis number (0.." +
-             std::to_string(kMaxAxis) + "); " + std::string(kSpecHelp));
+         "axis '" + std::string(text) + "' is not an axis number (0.." + std::to_string(kMaxAxis) +
+             "); " + std::string(kSpecHelp));
   }
   return static_cast<int>(*axis);
 }
@@ -56,9 +56,12 @@ void check_block_size(int64_t size, const std::string& spec, const std::string& 
 
 const char* quant_type_name(QuantType type) {
   switch (type) {
-    case QuantType::kFp8E4M3: return "fp8_e4m3";
-    case QuantType::kFp8E5M2: return "fp8_e5m2";
-    case QuantType::kInt8: return "int8";
+    case QuantType::kFp8E4M3:
+      return "fp8_e4m3";
+    case QuantType::kFp8E5M2:
+      return "fp8_e5m2";
+    case QuantType::kInt8:
+      return "int8";
   }
   return "?";
 }
@@ -72,18 +75,24 @@ QuantType parse_quant_type(std::string_view name, const std::string& argument) {
 
 DType quant_storage_dtype(QuantType type) {
   switch (type) {
-    case QuantType::kFp8E4M3: return DType::kF8E4M3;
-    case QuantType::kFp8E5M2: return DType::kF8E5M2;
-    case QuantType::kInt8: return DType::kI8;
+    case QuantType::kFp8E4M3:
+      return DType::kF8E4M3;
+    case QuantType::kFp8E5M2:
+      return DType::kF8E5M2;
+    case QuantType::kInt8:
+      return DType::kI8;
   }
   return DType::kI8;
 }
 
 float quant_type_max(QuantType type) {
   switch (type) {
-    case QuantType::kFp8E4M3: return 448.0f;
-    case QuantType::kFp8E5M2: return 57344.0f;
-    case QuantType::kInt8: return 127.0f;
+    case QuantType::kFp8E4M3:
+      return 448.0f;
+    case QuantType::kFp8E5M2:
+      return 57344.0f;
+    case QuantType::kInt8:
+      return 127.0f;
   }
   return 1.0f;
 }
@@ -162,8 +171,7 @@ Granularity parse_granularity(std::string_view spec, const std::string& argument
   if (!block_part.empty()) {
     std::vector<std::string_view> fields = split(block_part, ':');
     if (fields.size() != 3 || fields[0] != "block") {
-      fail(argument, text,
-           "the part after '+' must be block:AXIS:SIZE; " + std::string(kSpecHelp));
+      fail(argument, text, "the part after '+' must be block:AXIS:SIZE; " + std::string(kSpecHelp));
     }
     block_axis = parse_axis(fields[1], spec, argument);
     require(std::find(axes.begin(), axes.end(), block_axis) == axes.end(), argument, text,

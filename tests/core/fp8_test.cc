@@ -93,10 +93,18 @@ float next_down(float x) { return std::nextafter(x, -INFINITY); }
 // Values around every representable value and midpoint, the subnormals, the
 // max and beyond, infinities, NaN, zeros and a random spread.
 std::vector<float> sweep(const Format& f) {
-  std::vector<float> values = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN,
+  std::vector<float> values = {0.0f,
+                               -0.0f,
+                               INFINITY,
+                               -INFINITY,
+                               NAN,
+                               -NAN,
                                std::numeric_limits<float>::max(),
                                std::numeric_limits<float>::denorm_min(),
-                               std::numeric_limits<float>::min(), f.max, 2 * f.max, 1e30f};
+                               std::numeric_limits<float>::min(),
+                               f.max,
+                               2 * f.max,
+                               1e30f};
   std::vector<double> grid;
   for (int code = 0; code < 0x80; ++code) {
     double value = oracle_decode(f, code);
@@ -159,9 +167,8 @@ TEST_P(Fp8Test, BulkDecodeMatchesTheTableBitForBit) {
                     col_scales.data(), per_column.data());
     for (size_t i = 0; i < codes.size(); ++i) {
       const float value = table[codes[i]];
-      const std::pair<float, float> checks[] = {{plain[i], value},
-                                                {scaled[i], value * 0.375f},
-                                                {per_column[i], value * col_scales[i]}};
+      const std::pair<float, float> checks[] = {
+          {plain[i], value}, {scaled[i], value * 0.375f}, {per_column[i], value * col_scales[i]}};
       for (auto [got, want] : checks) {
         if (std::isnan(want)) {
           EXPECT_TRUE(std::isnan(got)) << f.name << " code " << int(codes[i]);
@@ -187,8 +194,8 @@ TEST_P(Fp8Test, EncodeRoundsToNearestEvenAndSaturates) {
         EXPECT_TRUE(std::isnan(decode(f, got))) << f.name << " NaN input gave " << int(got);
         EXPECT_EQ(got >> 7, std::signbit(x) ? 1 : 0) << "NaN keeps its sign";
       } else if (got != expected && ++mismatches < 10) {
-        ADD_FAILURE() << f.name << " saturate=" << saturate << " x=" << x << " got "
-                      << int(got) << " expected " << expected;
+        ADD_FAILURE() << f.name << " saturate=" << saturate << " x=" << x << " got " << int(got)
+                      << " expected " << expected;
       }
     }
     EXPECT_EQ(mismatches, 0);

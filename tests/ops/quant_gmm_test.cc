@@ -22,10 +22,10 @@ namespace {
 constexpr int64_t kM = 37, kK = 70, kN = 45;
 
 const std::vector<std::vector<int32_t>> kGroupPatterns = {
-    {10, 0, 20, 5},   // sum 35 < M, an empty group inside
-    {0, 0, 37, 0},    // all in one group, empty first and last
-    {0, 0, 0, 0},     // all empty
-    {9, 9, 9, 10},    // full
+    {10, 0, 20, 5},  // sum 35 < M, an empty group inside
+    {0, 0, 37, 0},   // all in one group, empty first and last
+    {0, 0, 0, 0},    // all empty
+    {9, 9, 9, 10},   // full
 };
 
 Tensor random_normal(const Shape& shape, uint32_t seed) {
@@ -125,9 +125,12 @@ Tensor decoded(const QuantizedTensor& q, bool with_scales) {
 
 double loose_bound(QuantType type) {
   switch (type) {
-    case QuantType::kFp8E4M3: return 0.07;
-    case QuantType::kFp8E5M2: return 0.12;
-    case QuantType::kInt8: return 0.02;
+    case QuantType::kFp8E4M3:
+      return 0.07;
+    case QuantType::kFp8E5M2:
+      return 0.12;
+    case QuantType::kInt8:
+      return 0.02;
   }
   return 0;
 }
@@ -170,8 +173,10 @@ TEST_P(QuantPassTest, ForwardMatchesDequantizedReferenceAndF32) {
   options.kernel = c.kernel;
   QuantGmmOptions quant{c.recipe, c.scaling, c.lhs_k_block};
   const QuantizedTensor qw = quantize_weight(weight, c.recipe, c.scaling);
-  EXPECT_EQ(qw.scales.shape(),
-            (Shape{4, c.scaling.block() ? (kK + c.scaling.block_size - 1) / c.scaling.block_size : 1, kN}));
+  EXPECT_EQ(
+      qw.scales.shape(),
+      (Shape{4, c.scaling.block() ? (kK + c.scaling.block_size - 1) / c.scaling.block_size : 1,
+             kN}));
   for (const auto& sizes : kGroupPatterns) {
     Tensor gs = sizes_tensor(sizes);
     const QuantizedGmmOperands ops = prepare_quantized_gmm(lhs, qw, gs, options, quant);
@@ -213,10 +218,10 @@ TEST_P(QuantPassTest, GradLhsMatchesDequantizedReferenceAndF32) {
     EXPECT_EQ(ops.rhs_scales_in_kernel, c.scaling.block());
     Tensor out = run_quantized_gmm(ops, gs, options, quant);
     ASSERT_EQ(out.shape(), (Shape{kM, kK}));
-    expect_tight(out,
-                 gmm_f64(decoded(ops.lhs, true), decoded(ops.rhs, ops.rhs_scales_in_kernel),
-                         sizes, true),
-                 name_of(c) + " dlhs tight");
+    expect_tight(
+        out,
+        gmm_f64(decoded(ops.lhs, true), decoded(ops.rhs, ops.rhs_scales_in_kernel), sizes, true),
+        name_of(c) + " dlhs tight");
     if (starts_of(sizes).back() > 0) {
       EXPECT_LE(rel_frobenius(out, gmm_f64(dout, weight, sizes, true)),
                 loose_bound(recipe_gradient_type(c.recipe)))
@@ -241,8 +246,9 @@ TEST_P(QuantPassTest, GradRhsMatchesDequantizedReferenceAndF32) {
     EXPECT_EQ(ops.dout.scales.shape(), (Shape{1, kN}));
     Tensor out = run_quantized_tgmm(ops, gs, options);
     ASSERT_EQ(out.shape(), (Shape{4, kK, kN}));
-    expect_tight(out, tgmm_f64(decoded(ops.lhs, ops.lhs_scales_in_kernel), decoded(ops.dout, true), sizes),
-                 name_of(c) + " drhs tight");
+    expect_tight(
+        out, tgmm_f64(decoded(ops.lhs, ops.lhs_scales_in_kernel), decoded(ops.dout, true), sizes),
+        name_of(c) + " drhs tight");
     const std::vector<double> exact = tgmm_f64(lhs, dout, sizes);
     // Empty groups give zero slices.
     const std::vector<int64_t> starts = starts_of(sizes);
@@ -281,13 +287,14 @@ TEST(QuantPass, PreQuantizedWeightsOfEveryGranularity) {
         const Tensor& input = transpose ? dout : lhs;
         const QuantizedGmmOperands ops = prepare_quantized_gmm(input, qw, gs, options, quant);
         Tensor out = run_quantized_gmm(ops, gs, options, quant);
-        const std::string what = std::string(quant_recipe_name(recipe)) + " " + spec +
-                                 (transpose ? " dlhs" : " fwd");
+        const std::string what =
+            std::string(quant_recipe_name(recipe)) + " " + spec + (transpose ? " dlhs" : " fwd");
         expect_tight(out,
                      gmm_f64(decoded(ops.lhs, true), decoded(ops.rhs, ops.rhs_scales_in_kernel),
                              kGroupPatterns[0], transpose),
                      what);
-        const QuantType type = transpose ? recipe_gradient_type(recipe) : recipe_operand_type(recipe);
+        const QuantType type =
+            transpose ? recipe_gradient_type(recipe) : recipe_operand_type(recipe);
         // int8 per tensor is looser than per channel (see docs/quantization.md).
         const double bound = type == QuantType::kInt8 ? 0.03 : loose_bound(type);
         EXPECT_LE(rel_frobenius(out, gmm_f64(input, weight, kGroupPatterns[0], transpose)), bound)
@@ -354,18 +361,43 @@ TEST(QuantPass, RefusesSettingsThatCannotWork) {
   Tensor weight = random_normal({4, kK, kN}, 13);
   Tensor gs = sizes_tensor(kGroupPatterns[0]);
   const RefusalCase cases[] = {
-      {"block-wise weight scales with v1", KernelVersion::kV1, RhsScaling{32}, 0, {}, false,
+      {"block-wise weight scales with v1",
+       KernelVersion::kV1,
+       RhsScaling{32},
+       0,
+       {},
+       false,
        "kernel"},
-      {"block-wise weight scales with v1 in dlhs", KernelVersion::kV1, RhsScaling{32}, 0, {}, true,
+      {"block-wise weight scales with v1 in dlhs",
+       KernelVersion::kV1,
+       RhsScaling{32},
+       0,
+       {},
+       true,
        "kernel"},
       {"lhs K-blocks with v1", KernelVersion::kV1, RhsScaling{}, 32, {}, false, "kernel"},
       {"lhs K-blocks in dlhs", KernelVersion::kV2, RhsScaling{}, 32, {}, true, "lhs_k_block"},
-      {"block 32 does not divide tile k 48", KernelVersion::kV2, RhsScaling{32}, 0, {8, 48, 16},
-       false, "tiles"},
-      {"lhs block 64 does not divide tile k 32", KernelVersion::kV2, RhsScaling{}, 64, {8, 32, 16},
-       false, "tiles"},
+      {"block 32 does not divide tile k 48",
+       KernelVersion::kV2,
+       RhsScaling{32},
+       0,
+       {8, 48, 16},
+       false,
+       "tiles"},
+      {"lhs block 64 does not divide tile k 32",
+       KernelVersion::kV2,
+       RhsScaling{},
+       64,
+       {8, 32, 16},
+       false,
+       "tiles"},
       {"lhs block outside 32..512", KernelVersion::kV2, RhsScaling{}, 16, {}, false, "lhs_k_block"},
-      {"weight block outside 32..512", KernelVersion::kV2, RhsScaling{1024}, 0, {}, false,
+      {"weight block outside 32..512",
+       KernelVersion::kV2,
+       RhsScaling{1024},
+       0,
+       {},
+       false,
        "rhs_scales"},
   };
   for (const RefusalCase& c : cases) {

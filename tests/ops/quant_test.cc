@@ -125,13 +125,12 @@ TEST(Granularity, InferredFromScaleShapes) {
       {"channel:1+block:0:33", {1000, 3}, {31, 3}},  // the only size giving 31 blocks
   };
   for (const ShapeCase& c : cases) {
-    EXPECT_EQ(infer_granularity(c.input, c.scales, "s"), parse_granularity(c.spec, "g"))
-        << c.spec;
+    EXPECT_EQ(infer_granularity(c.input, c.scales, "s"), parse_granularity(c.spec, "g")) << c.spec;
   }
-  EXPECT_THROW(infer_granularity({4, 5}, {4, 1, 1}, "s"), Error);     // rank
-  EXPECT_THROW(infer_granularity({400, 400}, {3, 3}, "s"), Error);    // two block axes
-  EXPECT_THROW(infer_granularity({4, 1000}, {4, 500}, "s"), Error);   // no size fits
-  EXPECT_THROW(infer_granularity({4, 1000}, {4, 9}, "s"), Error);     // 112..124: ambiguous
+  EXPECT_THROW(infer_granularity({4, 5}, {4, 1, 1}, "s"), Error);    // rank
+  EXPECT_THROW(infer_granularity({400, 400}, {3, 3}, "s"), Error);   // two block axes
+  EXPECT_THROW(infer_granularity({4, 1000}, {4, 500}, "s"), Error);  // no size fits
+  EXPECT_THROW(infer_granularity({4, 1000}, {4, 9}, "s"), Error);    // 112..124: ambiguous
 }
 
 TEST(QuantNames, ParseAndPrint) {
@@ -146,8 +145,8 @@ TEST(QuantNames, ParseAndPrint) {
   EXPECT_THROW(parse_quant_recipe("fp8_e4m3", "--quant"), Error);
   EXPECT_EQ(parse_rhs_scaling("channel", "r"), RhsScaling{});
   EXPECT_EQ(parse_rhs_scaling("block:128", "r"), RhsScaling{128});
-  for (const char* bad : {"", "block", "block:", "block:16", "block:1024", "block:12x",
-                          "channels", "per_tensor"}) {
+  for (const char* bad :
+       {"", "block", "block:", "block:16", "block:1024", "block:12x", "channels", "per_tensor"}) {
     EXPECT_THROW(parse_rhs_scaling(bad, "--rhs-scales"), Error) << bad;
   }
 }
@@ -170,9 +169,12 @@ std::string case_name(const QuantCase& c) {
 // 2^-9 (2^-16) units of the scale.
 double error_bound(QuantType type, float x, float scale) {
   switch (type) {
-    case QuantType::kInt8: return 0.5 * scale * (1 + 1e-5);
-    case QuantType::kFp8E4M3: return std::max(std::fabs(x) * 0.0625, scale * std::ldexp(1.0, -10)) * (1 + 1e-5);
-    case QuantType::kFp8E5M2: return std::max(std::fabs(x) * 0.125, scale * std::ldexp(1.0, -17)) * (1 + 1e-5);
+    case QuantType::kInt8:
+      return 0.5 * scale * (1 + 1e-5);
+    case QuantType::kFp8E4M3:
+      return std::max(std::fabs(x) * 0.0625, scale * std::ldexp(1.0, -10)) * (1 + 1e-5);
+    case QuantType::kFp8E5M2:
+      return std::max(std::fabs(x) * 0.125, scale * std::ldexp(1.0, -17)) * (1 + 1e-5);
   }
   return 0;
 }
@@ -198,7 +200,7 @@ TEST_P(QuantizeTest, DynamicAbsmaxRoundTrips) {
     int64_t cell = 0;
     for (size_t a = 0; a < c.shape.size(); ++a) {
       const int64_t i = flat / strides[a] % c.shape[a];
-      const int64_t divisor = g.keeps(static_cast<int>(a)) ? 1
+      const int64_t divisor = g.keeps(static_cast<int>(a))          ? 1
                               : static_cast<int>(a) == g.block_axis ? g.block_size
                                                                     : c.shape[a];
       cell += i / divisor * scale_strides[a];
@@ -227,8 +229,7 @@ TEST_P(QuantizeTest, DynamicAbsmaxRoundTrips) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Granularities, QuantizeTest,
-    ::testing::ValuesIn([] {
+    Granularities, QuantizeTest, ::testing::ValuesIn([] {
       std::vector<QuantCase> cases;
       for (QuantType type : {QuantType::kFp8E4M3, QuantType::kFp8E5M2, QuantType::kInt8}) {
         cases.push_back({type, "per_tensor", {13, 70}});
