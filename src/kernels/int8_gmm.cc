@@ -47,7 +47,7 @@ struct Buffer {
 };
 
 struct ThreadBuffers {
-  Buffer packed_a, packed_b, acc, column_sums;
+  Buffer packed_a, packed_b, acc, column_sums, ones;
 };
 
 ThreadBuffers& thread_buffers() {
@@ -90,11 +90,10 @@ int64_t interleave_quads(const int8_t* const rows[4], int64_t cols, int8_t* out)
 }
 
 // B panels for columns [c0, c0 + width) of a [K, N] row-major matrix: panel
-// q holds columns c0 + q*nr .. in the quad layout, over all of K; and the
-// column sums over K. Loops run over contiguous bytes without divisions:
-// packing reads every weight byte once per item, so it must stay cheap.
-void pack_b(const int8_t* b, int64_t k, int64_t n, int64_t c0, int64_t width, int nr, int8_t* dst,
-            int32_t* column_sums) {
+// q holds columns c0 + q*nr .. in the quad layout, over all of K. Loops run
+// over contiguous bytes without divisions: packing reads every weight byte
+// once per item, so it must stay cheap.
+void pack_b(const int8_t* b, int64_t k, int64_t n, int64_t c0, int64_t width, int nr, int8_t* dst) {
   const int64_t kq = quads(k);
   const int64_t panels = (width + nr - 1) / nr;
   static const int8_t kZeros[64] = {};  // >= any nr
@@ -118,10 +117,16 @@ void pack_b(const int8_t* b, int64_t k, int64_t n, int64_t c0, int64_t width, in
       if (cols < nr) std::memset(out + cols * 4, 0, static_cast<size_t>((nr - cols) * 4));
     }
   }
-  std::fill(column_sums, column_sums + panels * nr, 0);
-  for (int64_t kk = 0; kk < k; ++kk) {
-    const int8_t* row = b + kk * n + c0;
-    for (int64_t j = 0; j < width; ++j) column_sums[j] += row[j];
+}
+
+// Column sums of packed B panels, for the biased-A correction, computed by
+// the microkernel itself: one A row of ones (as unsigned bytes) times B.
+void column_sums_of(const Int8Microkernel& uk, const int8_t* packed_b, int64_t kq, int64_t panels,
+                    uint8_t* ones_panel, int32_t* sums) {
+  std::memset(ones_panel, 0, static_cast<size_t>(kq * uk.mr * 4));
+  for (int64_t p = 0; p < kq; ++p) std::memset(ones_panel + p * uk.mr * 4, 1, 4);
+  for (int64_t q = 0; q < panels; ++q) {
+    uk.run(kq, ones_panel, packed_b + q * kq * uk.nr * 4, sums + q * uk.nr, uk.nr, 1, uk.nr, false);
   }
 }
 
@@ -181,9 +186,13 @@ void run_item(const Int8GmmProblem& p, const Schedule& s, const Int8Microkernel&
   for (int64_t c0 = item.col_begin; c0 < item.col_end; c0 += tn) {
     const int64_t width = std::min(tn, item.col_end - c0);
     const int64_t b_panels = (width + uk.nr - 1) / uk.nr;
-    pack_b(rhs, p.k, p.n, c0, width, uk.nr, packed_b, column_sums);
+    pack_b(rhs, p.k, p.n, c0, width, uk.nr, packed_b);
+    if (uk.biased_a && kq > 0) {
+      column_sums_of(uk, packed_b, kq, b_panels, buffers.ones.get<uint8_t>(kq * uk.mr * 4),
+                     column_sums);
+    }
     for (int64_t j = 0; j < width; ++j) {
-      correction[j] = uk.biased_a ? 128 * column_sums[j] : 0;
+      correction[j] = uk.biased_a && kq > 0 ? 128 * column_sums[j] : 0;
       col_scales[j] = group_col_scale[(c0 + j) * p.col_scale_stride];
     }
     for (int64_t r0 = item.row_begin; r0 < item.row_end; r0 += tm) {
