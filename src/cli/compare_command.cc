@@ -70,6 +70,7 @@ void plot(const std::vector<Run>& runs, const std::string& png) {
   std::ostringstream script;
   script << "set terminal png size 1000,600\n"
          << "set output '" << png << ".tmp.png'\n"
+         << "set termoption noenhanced\n"
          << "set xlabel 'step'\nset ylabel 'loss (nats/token)'\nset grid\nset key top right\n"
          << "plot ";
   for (size_t i = 0; i < runs.size(); ++i) {
