@@ -149,6 +149,26 @@ TEST(TrainCliTest, LossFallsAndTraceOpens) {
   EXPECT_TRUE(saw_gmm);
 }
 
+// The other data source, optimizer and routing options in one run.
+TEST(TrainCliTest, TextDataSgdSigmoidGroupedRouting) {
+  TempDir dir;
+  const std::string text_path = dir.str() + "/corpus.txt";
+  {
+    std::ofstream out(text_path);
+    for (int i = 0; i < 200; ++i) out << "the quick brown fox jumps over the lazy dog " << i << "\n";
+  }
+  const Output out = run("train dataset_type=text dataset_path=" + text_path +
+                         " vocab_size=256 steps=3 opt_type=sgd learning_rate=0.05"
+                         " routed_score_func=sigmoid routed_bias=true n_routing_groups=2"
+                         " topk_routing_group=1 shared_experts=1 first_num_dense_layers=1"
+                         " base_num_decoder_layers=2 base_emb_dim=64 base_mlp_dim=128"
+                         " per_device_batch_size=2 max_target_length=32 num_experts=4"
+                         " base_output_directory=" + dir.str() + " run_name=text");
+  ASSERT_EQ(out.status, 0) << out.text;
+  EXPECT_NE(out.text.find("text file"), std::string::npos) << out.text;
+  EXPECT_EQ(read_metrics(dir.str() + "/text").size(), 3u);
+}
+
 TEST(TrainCliTest, ConfigErrorsAreOneLineAndExit2) {
   const Output unknown = run("train " + kBase + " stpes=3");
   EXPECT_EQ(unknown.status, 2);
