@@ -68,7 +68,7 @@ struct MoeConfig {
   DType dtype = DType::kF32;   // what the GMMs read: f32 or bf16
   std::string quantization;    // "", "fp8_full" or "int8" (routed expert GMMs)
   std::string weight_scaling = "channel";  // quantized weights: "channel" or "block:SIZE"
-  BlockPlan plan;              // tiles and kernels per (weight, pass)
+  BlockPlan plan;                          // tiles and kernels per (weight, pass)
   bool use_tune_cache = false;
   MatmulBackend backend = MatmulBackend::kOps;
   int threads = 0;

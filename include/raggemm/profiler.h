@@ -58,7 +58,8 @@ class Profiler {
 
  private:
   friend class Scope;
-  void record(const char* name, OpKind kind, double flops, std::chrono::steady_clock::time_point start,
+  void record(const char* name, OpKind kind, double flops,
+              std::chrono::steady_clock::time_point start,
               std::chrono::steady_clock::time_point end);
 
   struct Event {
@@ -76,7 +77,8 @@ class Profiler {
 
 // A scope that does nothing when `profiler` is null. `name` must outlive the
 // profiler (string literals).
-inline Profiler::Scope profile(Profiler* profiler, const char* name, OpKind kind, double flops = 0) {
+inline Profiler::Scope profile(Profiler* profiler, const char* name, OpKind kind,
+                               double flops = 0) {
   return Profiler::Scope(profiler, name, kind, flops);
 }
 

@@ -77,8 +77,8 @@ struct TrainConfig {
   uint64_t seed = 0;
   bool enable_checkpointing = false;
   int64_t checkpoint_period = 0;
-  std::string profiler;  // "" | trace
-  moe::MoeConfig moe;    // dims, router, dtype, quantization, plans
+  std::string profiler;       // "" | trace
+  moe::MoeConfig moe;         // dims, router, dtype, quantization, plans
   std::string resolved_yaml;  // every key with its value, as written to config.yml
 
   std::string run_dir() const;
@@ -93,13 +93,13 @@ TrainConfig resolve(const Settings& settings);
 // Training.
 
 struct StepMetrics {
-  int64_t step = 0;  // 1-based: the step just completed
-  double loss = 0;   // next-token cross-entropy, nats
+  int64_t step = 0;     // 1-based: the step just completed
+  double loss = 0;      // next-token cross-entropy, nats
   double aux_loss = 0;  // load-balancing loss summed over MoE layers (unweighted)
   double learning_rate = 0;
   double step_time_s = 0;
   double tokens_per_s = 0;
-  double gmm_gflops = 0;  // all GMM flops / GMM time
+  double gmm_gflops = 0;      // all GMM flops / GMM time
   double gmm_time_share = 0;  // GMM time / step time
   double expert_gmm_time_share = 0;
   double dense_gmm_time_share = 0;

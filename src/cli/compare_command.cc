@@ -1,6 +1,8 @@
 // raggemm compare RUN_DIR RUN_DIR... [--plot out.png] [--every N]
 // Per-step losses of several runs side by side (differences against the
 // first run), their speed, and optionally a PNG of the loss curves (gnuplot).
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -11,7 +13,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <unistd.h>
 
 #include "cli/command.h"
 #include "cli/common.h"
@@ -76,7 +77,8 @@ void plot(const std::vector<Run>& runs, const std::string& png) {
   for (size_t i = 0; i < runs.size(); ++i) {
     const std::string data = (data_dir / ("run" + std::to_string(i) + ".dat")).string();
     std::ofstream out(data);
-    for (const auto& [step, entry] : runs[i].steps) out << step << " " << entry.value("loss", 0.0) << "\n";
+    for (const auto& [step, entry] : runs[i].steps)
+      out << step << " " << entry.value("loss", 0.0) << "\n";
     script << (i ? ", " : "") << "'" << data << "' using 1:2 with lines lw 2 title '"
            << runs[i].name << "'";
   }
@@ -137,8 +139,8 @@ int run_compare(std::vector<std::string> args) {
     std::printf("\n");
   }
 
-  std::printf("\n%-24s %10s %10s %12s %11s %10s %12s %13s\n", "run", "steps", "final", "step_time_s",
-              "tokens/s", "GFLOP/s", "gmm_share", "max|diff|");
+  std::printf("\n%-24s %10s %10s %12s %11s %10s %12s %13s\n", "run", "steps", "final",
+              "step_time_s", "tokens/s", "GFLOP/s", "gmm_share", "max|diff|");
   for (size_t i = 0; i < runs.size(); ++i) {
     const Run& run = runs[i];
     std::printf("%-24.24s %10zu %10.4f %12.4f %11.0f %10.1f %11.1f%% %13.4f\n", run.name.c_str(),

@@ -36,8 +36,8 @@ struct DenseMlp<T>::Impl {
 };
 
 template <class T>
-DenseMlp<T>::DenseMlp(std::string name, int64_t embed_dim, int64_t width,
-                      const MoeConfig& matmuls, Profiler* profiler)
+DenseMlp<T>::DenseMlp(std::string name, int64_t embed_dim, int64_t width, const MoeConfig& matmuls,
+                      Profiler* profiler)
     : impl_(std::make_unique<Impl>(std::move(name), embed_dim, width, matmuls, profiler)) {}
 
 template <class T>
@@ -84,8 +84,8 @@ void DenseMlp<T>::backward(const T* dout, T* dx) {
   m.down.grad_lhs(dout, tokens, m.wo.value.data(), m.dact.data());
   {
     auto scope = profile(m.profiler, "mlp/swiglu_bwd", OpKind::kGlue);
-    swiglu_backward(m.h0.data(), m.h1.data(), m.dact.data(), tokens, m.width, m.width,
-                    m.dh0.data(), m.dh1.data());
+    swiglu_backward(m.h0.data(), m.h1.data(), m.dact.data(), tokens, m.width, m.width, m.dh0.data(),
+                    m.dh1.data());
   }
   m.up.grad_rhs(m.x, m.dh0.data(), tokens, m.wi_0.grad.data());
   m.up.grad_rhs(m.x, m.dh1.data(), tokens, m.wi_1.grad.data());

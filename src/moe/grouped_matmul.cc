@@ -132,8 +132,8 @@ void copy_out(const Tensor& result, float* out) {
 
 // The scope covers the op call only: casting to bf16 is glue, timed apart.
 void ops_gmm(const MatmulContext& context, const ResolvedPassConfig& config, Pass pass,
-             const char* name, const GroupedProblem& p, const float* lhs, int64_t lhs_cols, const float* w,
-             float* out, bool swiglu) {
+             const char* name, const GroupedProblem& p, const float* lhs, int64_t lhs_cols,
+             const float* w, float* out, bool swiglu) {
   const TensorView sizes(DType::kI32, Shape{p.groups}, p.group_sizes);
   GmmOptions options = gmm_options(config, pass);
   options.transpose_rhs = pass == Pass::kGradLhs;
@@ -167,6 +167,10 @@ bool tiny(const MatmulContext& context, const GroupedProblem& p) {
   return context.kind == OpKind::kDenseGmm && std::min(p.k, p.n) < 32;
 }
 
+// The naive loops go parallel only when there is enough work to pay for
+// the region (the f64 gradient tests run thousands of tiny calls).
+bool worth_parallel(const GroupedProblem& p) { return pass_flops(p) >= 1e6; }
+
 int64_t covered_rows(const GroupedProblem& problem) {
   int64_t rows = 0;
   for (int64_t g = 0; g < problem.groups; ++g) rows += problem.group_sizes[g];
@@ -179,7 +183,8 @@ void grouped_forward<float>(const MatmulContext& context, const ResolvedPassConf
                             const float* w, float* out) {
   if (context.backend == MatmulBackend::kReference || tiny(context, p)) {
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
-    return naive_forward(p, x, w, out, context.backend == MatmulBackend::kReference);
+    return naive_forward(p, x, w, out,
+                         context.backend == MatmulBackend::kReference && worth_parallel(p));
   }
   ops_gmm(context, config, Pass::kForward, name, p, x, p.k, w, out, false);
 }
@@ -189,7 +194,7 @@ void grouped_forward<double>(const MatmulContext& context, const ResolvedPassCon
                              const char* name, const GroupedProblem& p, const double* x,
                              const double* w, double* out) {
   auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
-  naive_forward(p, x, w, out);
+  naive_forward(p, x, w, out, worth_parallel(p));
 }
 
 void grouped_forward_swiglu(const MatmulContext& context, const ResolvedPassConfig& config,
@@ -206,7 +211,8 @@ void grouped_grad_lhs<float>(const MatmulContext& context, const ResolvedPassCon
                              const float* w, float* dx) {
   if (context.backend == MatmulBackend::kReference || tiny(context, p)) {
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
-    return naive_grad_lhs(p, dy, w, dx, context.backend == MatmulBackend::kReference);
+    return naive_grad_lhs(p, dy, w, dx,
+                          context.backend == MatmulBackend::kReference && worth_parallel(p));
   }
   ops_gmm(context, config, Pass::kGradLhs, name, p, dy, p.n, w, dx, false);
 }
@@ -216,7 +222,7 @@ void grouped_grad_lhs<double>(const MatmulContext& context, const ResolvedPassCo
                               const char* name, const GroupedProblem& p, const double* dy,
                               const double* w, double* dx) {
   auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
-  naive_grad_lhs(p, dy, w, dx);
+  naive_grad_lhs(p, dy, w, dx, worth_parallel(p));
 }
 
 template <>
@@ -225,7 +231,8 @@ void grouped_grad_rhs<float>(const MatmulContext& context, const ResolvedPassCon
                              const float* dy, float* dw) {
   if (context.backend == MatmulBackend::kReference || tiny(context, p)) {
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
-    return naive_grad_rhs(p, x, dy, dw, context.backend == MatmulBackend::kReference);
+    return naive_grad_rhs(p, x, dy, dw,
+                          context.backend == MatmulBackend::kReference && worth_parallel(p));
   }
   const TensorView sizes(DType::kI32, Shape{p.groups}, p.group_sizes);
   TgmmOptions options = tgmm_options(config);
@@ -255,7 +262,7 @@ void grouped_grad_rhs<double>(const MatmulContext& context, const ResolvedPassCo
                               const char* name, const GroupedProblem& p, const double* x,
                               const double* dy, double* dw) {
   auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
-  naive_grad_rhs(p, x, dy, dw);
+  naive_grad_rhs(p, x, dy, dw, worth_parallel(p));
 }
 
 }  // namespace raggemm::moe

@@ -15,14 +15,13 @@ void validate(const MoeConfig& config) {
   require(router.num_experts >= 1, "num_experts", router.num_experts, "must be at least 1");
   require(router.top_k >= 1 && router.top_k <= router.num_experts, "num_experts_per_tok",
           router.top_k, "must be in 1..num_experts (" + std::to_string(router.num_experts) + ")");
-  require(config.shared_experts >= 0, "shared_experts", config.shared_experts,
-          "must be 0 or more");
+  require(config.shared_experts >= 0, "shared_experts", config.shared_experts, "must be 0 or more");
   require(router.routed_scaling_factor > 0, "routed_scaling_factor", router.routed_scaling_factor,
           "must be positive");
   require(router.load_balance_loss_weight >= 0, "load_balance_loss_weight",
           router.load_balance_loss_weight, "must be 0 or more");
-  require(!router.selection_bias || router.score_function == ScoreFunction::kSigmoid,
-          "routed_bias", "true", "a selection bias needs routed_score_func=sigmoid");
+  require(!router.selection_bias || router.score_function == ScoreFunction::kSigmoid, "routed_bias",
+          "true", "a selection bias needs routed_score_func=sigmoid");
   if (router.n_routing_groups > 1) {
     require(router.num_experts % router.n_routing_groups == 0, "n_routing_groups",
             router.n_routing_groups,
@@ -44,7 +43,8 @@ void validate(const MoeConfig& config) {
   require(config.quantization.empty() || config.quantization == "fp8_full" ||
               config.quantization == "int8",
           "quantization", config.quantization, "must be \"\", fp8_full or int8");
-  const RhsScaling scaling = parse_rhs_scaling(config.weight_scaling, "quantization_weight_scaling");
+  const RhsScaling scaling =
+      parse_rhs_scaling(config.weight_scaling, "quantization_weight_scaling");
   if (scaling.block() && !config.quantization.empty()) {
     for (Weight weight : kAllWeights) {
       for (Pass pass : {Pass::kForward, Pass::kGradLhs}) {

@@ -61,7 +61,8 @@ struct MoeLayer<T>::Impl {
     resolved_rows = rows;
     const int64_t f = config.fused_gate_up ? 2 * config.mlp_dim : config.mlp_dim;
     wi_passes = resolve_expert_passes(config, Weight::kWi, {rows, config.embed_dim, f});
-    wo_passes = resolve_expert_passes(config, Weight::kWo, {rows, config.embed_dim, config.mlp_dim});
+    wo_passes =
+        resolve_expert_passes(config, Weight::kWo, {rows, config.embed_dim, config.mlp_dim});
   }
 
   GroupedProblem problem(int64_t k, int64_t n) const {
@@ -132,8 +133,8 @@ void MoeLayer<T>::forward(const T* x, int64_t tokens, T* out) {
   m.router.forward(x, tokens, m.gate.value.data(), m.logits.data());
   {
     auto scope = profile(m.profiler, "moe/route", OpKind::kGlue);
-    route(c.router, m.logits.data(), tokens, c.router.selection_bias ? m.bias.value.data() : nullptr,
-          m.routing);
+    route(c.router, m.logits.data(), tokens,
+          c.router.selection_bias ? m.bias.value.data() : nullptr, m.routing);
     build_permutation(m.routing.experts.data(), tokens, k, e, m.perm);
     m.stats.group_sizes = m.perm.group_sizes;
     m.stats.load_balance_loss = m.routing.load_balance_loss;
@@ -148,8 +149,8 @@ void MoeLayer<T>::forward(const T* x, int64_t tokens, T* out) {
     m.h_kept = !m.fused_swiglu_forward();
     if (m.h_kept) {
       m.h.resize(static_cast<size_t>(rows * 2 * f));
-      grouped_forward<T>(m.experts, m.wi_passes[0], "moe/wi/fwd", m.problem(d, 2 * f),
-                         m.xs.data(), m.wi.value.data(), m.h.data());
+      grouped_forward<T>(m.experts, m.wi_passes[0], "moe/wi/fwd", m.problem(d, 2 * f), m.xs.data(),
+                         m.wi.value.data(), m.h.data());
       auto scope = profile(m.profiler, "moe/swiglu", OpKind::kGlue);
       swiglu_forward(m.h.data(), m.h.data() + f, rows, f, 2 * f, m.act.data());
     } else if constexpr (std::is_same_v<T, float>) {
@@ -214,10 +215,10 @@ void MoeLayer<T>::backward(const T* dout, T* dx) {
       swiglu_backward(m.h.data(), m.h.data() + f, m.dact.data(), rows, f, 2 * f, m.dh.data(),
                       m.dh.data() + f);
     }
-    grouped_grad_rhs<T>(m.experts, m.wi_passes[2], "moe/wi/drhs", m.problem(d, 2 * f),
-                        m.xs.data(), m.dh.data(), m.wi.grad.data());
-    grouped_grad_lhs<T>(m.experts, m.wi_passes[1], "moe/wi/dlhs", m.problem(d, 2 * f),
-                        m.dh.data(), m.wi.value.data(), m.dxs.data());
+    grouped_grad_rhs<T>(m.experts, m.wi_passes[2], "moe/wi/drhs", m.problem(d, 2 * f), m.xs.data(),
+                        m.dh.data(), m.wi.grad.data());
+    grouped_grad_lhs<T>(m.experts, m.wi_passes[1], "moe/wi/dlhs", m.problem(d, 2 * f), m.dh.data(),
+                        m.wi.value.data(), m.dxs.data());
   } else {
     m.dh0.resize(static_cast<size_t>(rows * f));
     m.dh1.resize(static_cast<size_t>(rows * f));
@@ -230,11 +231,11 @@ void MoeLayer<T>::backward(const T* dout, T* dx) {
                         m.dh0.data(), m.wi_0.grad.data());
     grouped_grad_rhs<T>(m.experts, m.wi_passes[2], "moe/wi_1/drhs", m.problem(d, f), m.xs.data(),
                         m.dh1.data(), m.wi_1.grad.data());
-    grouped_grad_lhs<T>(m.experts, m.wi_passes[1], "moe/wi_0/dlhs", m.problem(d, f),
-                        m.dh0.data(), m.wi_0.value.data(), m.dxs.data());
+    grouped_grad_lhs<T>(m.experts, m.wi_passes[1], "moe/wi_0/dlhs", m.problem(d, f), m.dh0.data(),
+                        m.wi_0.value.data(), m.dxs.data());
     m.dxs_part.resize(static_cast<size_t>(rows * d));
-    grouped_grad_lhs<T>(m.experts, m.wi_passes[1], "moe/wi_1/dlhs", m.problem(d, f),
-                        m.dh1.data(), m.wi_1.value.data(), m.dxs_part.data());
+    grouped_grad_lhs<T>(m.experts, m.wi_passes[1], "moe/wi_1/dlhs", m.problem(d, f), m.dh1.data(),
+                        m.wi_1.value.data(), m.dxs_part.data());
     auto scope = profile(m.profiler, "moe/add_dxs", OpKind::kGlue);
     add_into(m.dxs_part, m.dxs.data());
   }

@@ -56,8 +56,8 @@ void combine_rows(const Permutation& perm, const T* rows, const T* weights, int6
 }
 
 template <class T>
-void combine_rows_backward(const Permutation& perm, const T* rows, const T* weights,
-                           const T* dout, int64_t dim, T* drows, T* dweights) {
+void combine_rows_backward(const Permutation& perm, const T* rows, const T* weights, const T* dout,
+                           int64_t dim, T* drows, T* dweights) {
   const int64_t k = perm.top_k;
   for (int64_t t = 0; t < perm.tokens; ++t) {
     const T* dout_row = dout + t * dim;
@@ -88,11 +88,11 @@ void scatter_add_rows(const Permutation& perm, const T* drows, int64_t dim, T* d
   }
 }
 
-#define RAGGEMM_INSTANTIATE(T)                                                                \
-  template void gather_rows<T>(const Permutation&, const T*, int64_t, T*);                    \
-  template void combine_rows<T>(const Permutation&, const T*, const T*, int64_t, T*);         \
-  template void combine_rows_backward<T>(const Permutation&, const T*, const T*, const T*,    \
-                                         int64_t, T*, T*);                                    \
+#define RAGGEMM_INSTANTIATE(T)                                                             \
+  template void gather_rows<T>(const Permutation&, const T*, int64_t, T*);                 \
+  template void combine_rows<T>(const Permutation&, const T*, const T*, int64_t, T*);      \
+  template void combine_rows_backward<T>(const Permutation&, const T*, const T*, const T*, \
+                                         int64_t, T*, T*);                                 \
   template void scatter_add_rows<T>(const Permutation&, const T*, int64_t, T*);
 RAGGEMM_INSTANTIATE(float)
 RAGGEMM_INSTANTIATE(double)

@@ -32,8 +32,8 @@ void combine_rows(const Permutation& perm, const T* rows, const T* weights, int6
 // Backward of combine_rows: drows[row_of(t,j)] = weights[t,j] * dout[t];
 // dweights[t,j] = <dout[t], rows[row_of(t,j)]>.
 template <class T>
-void combine_rows_backward(const Permutation& perm, const T* rows, const T* weights,
-                           const T* dout, int64_t dim, T* drows, T* dweights);
+void combine_rows_backward(const Permutation& perm, const T* rows, const T* weights, const T* dout,
+                           int64_t dim, T* drows, T* dweights);
 
 // Backward of gather_rows: dx[t] += sum_j drows[row_of(t,j)].
 template <class T>

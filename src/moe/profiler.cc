@@ -9,12 +9,18 @@ namespace raggemm {
 
 const char* op_kind_name(OpKind kind) {
   switch (kind) {
-    case OpKind::kExpertGmm: return "expert_gmm";
-    case OpKind::kDenseGmm: return "dense_gmm";
-    case OpKind::kGlue: return "glue";
-    case OpKind::kOptimizer: return "optimizer";
-    case OpKind::kData: return "data";
-    case OpKind::kSpan: return "span";
+    case OpKind::kExpertGmm:
+      return "expert_gmm";
+    case OpKind::kDenseGmm:
+      return "dense_gmm";
+    case OpKind::kGlue:
+      return "glue";
+    case OpKind::kOptimizer:
+      return "optimizer";
+    case OpKind::kData:
+      return "data";
+    case OpKind::kSpan:
+      return "span";
   }
   return "?";
 }
@@ -39,10 +45,10 @@ void Profiler::record(const char* name, OpKind kind, double flops,
   if (kind == OpKind::kExpertGmm) totals_.expert_gmm_flops += flops;
   if (kind == OpKind::kDenseGmm) totals_.dense_gmm_flops += flops;
   if (record_trace_) {
-    events_.push_back(Event{
-        name, kind, flops,
-        std::chrono::duration_cast<std::chrono::nanoseconds>(start - origin_).count(),
-        std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count()});
+    events_.push_back(
+        Event{name, kind, flops,
+              std::chrono::duration_cast<std::chrono::nanoseconds>(start - origin_).count(),
+              std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count()});
   }
 }
 
@@ -65,8 +71,9 @@ void Profiler::write_trace(const std::string& path) const {
         {"tid", 1},
     };
     if (event.flops > 0) {
-      entry["args"] = {{"flops", event.flops},
-                       {"gflops_per_s", event.duration_ns > 0 ? event.flops / event.duration_ns : 0.0}};
+      entry["args"] = {
+          {"flops", event.flops},
+          {"gflops_per_s", event.duration_ns > 0 ? event.flops / event.duration_ns : 0.0}};
     }
     events.push_back(std::move(entry));
   }

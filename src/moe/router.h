@@ -12,12 +12,12 @@ namespace raggemm::moe {
 template <class T>
 struct Routing {
   int64_t tokens = 0;
-  std::vector<T> scores;          // [tokens, E]: softmax probabilities or sigmoids
-  std::vector<int32_t> experts;   // [tokens, k] chosen experts, best first
-  std::vector<T> weights;         // [tokens, k] combine weights
-  std::vector<T> chosen_sum;      // [tokens] sum of the chosen scores
-  std::vector<int32_t> counts;    // [E] (token, slot) pairs per expert
-  double load_balance_loss = 0;   // E * sum_e f_e * P_e, unweighted
+  std::vector<T> scores;         // [tokens, E]: softmax probabilities or sigmoids
+  std::vector<int32_t> experts;  // [tokens, k] chosen experts, best first
+  std::vector<T> weights;        // [tokens, k] combine weights
+  std::vector<T> chosen_sum;     // [tokens] sum of the chosen scores
+  std::vector<int32_t> counts;   // [E] (token, slot) pairs per expert
+  double load_balance_loss = 0;  // E * sum_e f_e * P_e, unweighted
 };
 
 // logits [tokens, E]; bias [E] or null (used for selection only).

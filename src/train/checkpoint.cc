@@ -71,8 +71,8 @@ void save_checkpoint(const std::string& path, const CheckpointData& data) {
     blobs.push_back({{"name", name}, {"count", values.size()}, {"offset", offset}});
     offset += values.size() * sizeof(float);
   }
-  const nlohmann::json header = {{"format", 1}, {"step", data.step}, {"updates", data.updates},
-                                 {"blobs", blobs}};
+  const nlohmann::json header = {
+      {"format", 1}, {"step", data.step}, {"updates", data.updates}, {"blobs", blobs}};
   const std::string text = header.dump();
   std::vector<uint8_t> bytes(16 + text.size() + offset + 8);
   std::memcpy(bytes.data(), kMagic, 8);

@@ -22,7 +22,8 @@ std::vector<ConfigKey> build_keys() {
       {"base_output_directory", "runs", "where run directories are created"},
       {"seed", "0", "seed of the parameters and the data"},
       {"steps", "150", "training steps"},
-      {"dataset_type", "synthetic", "synthetic (seeded Markov chain) or text (dataset_path, bytes)"},
+      {"dataset_type", "synthetic",
+       "synthetic (seeded Markov chain) or text (dataset_path, bytes)"},
       {"dataset_path", "", "text file read as bytes when dataset_type=text"},
       {"synthetic_branching", "4", "likely successors per state of the synthetic Markov chain"},
       {"per_device_batch_size", "8", "sequences per step"},
@@ -34,7 +35,8 @@ std::vector<ConfigKey> build_keys() {
       {"first_num_dense_layers", "0", "the first blocks use a dense MLP instead of MoE"},
       {"num_experts", "8", "routed experts per MoE block"},
       {"num_experts_per_tok", "2", "experts each token is routed to (top-k)"},
-      {"shared_experts", "0", "shared experts (a dense SwiGLU MLP of width shared_experts * base_mlp_dim)"},
+      {"shared_experts", "0",
+       "shared experts (a dense SwiGLU MLP of width shared_experts * base_mlp_dim)"},
       {"norm_topk_prob", "true", "renormalise the top-k routing weights to sum 1"},
       {"routed_score_func", "softmax", "softmax or sigmoid router scores"},
       {"routed_bias", "false", "sigmoid only: per-expert selection bias (aux-loss-free balancing)"},
@@ -48,7 +50,8 @@ std::vector<ConfigKey> build_keys() {
       {"learning_rate", "0.003", "peak learning rate"},
       {"learning_rate_schedule_steps", "-1", "length of the schedule (-1: steps)"},
       {"warmup_steps_fraction", "0.05", "linear warmup, as a fraction of the schedule"},
-      {"cosine_learning_rate_final_fraction", "0.1", "cosine decay ends at this fraction of the peak"},
+      {"cosine_learning_rate_final_fraction", "0.1",
+       "cosine decay ends at this fraction of the peak"},
       {"adam_b1", "0.9", "AdamW beta1"},
       {"adam_b2", "0.95", "AdamW beta2"},
       {"adam_eps", "1e-8", "AdamW epsilon"},
@@ -61,7 +64,8 @@ std::vector<ConfigKey> build_keys() {
   keys.push_back({"use_gmm_v2", "false", "v2 (group-aligned) kernel for every pass"});
   for (const char* pass : {"fwd", "dlhs", "drhs"}) {
     keys.push_back({std::string("use_gmm_v2_") + pass, "",
-                    std::string("kernel of the ") + pass + " pass: true (v2), false (v1), \"\" (follow use_gmm_v2)"});
+                    std::string("kernel of the ") + pass +
+                        " pass: true (v2), false (v1), \"\" (follow use_gmm_v2)"});
   }
   for (const char* weight : {"wi", "wo"}) {
     for (const char* pass : {"fwd", "dlhs", "drhs"}) {
@@ -74,7 +78,8 @@ std::vector<ConfigKey> build_keys() {
   }
   std::vector<ConfigKey> rest = {
       {"input_buffer_count", "", "packed panels in flight, 1..4 (\"\": heuristic)"},
-      {"gmm_autotune", "false", "tune the expert GMM shapes the tune cache lacks (3 s each), then use the cache"},
+      {"gmm_autotune", "false",
+       "tune the expert GMM shapes the tune cache lacks (3 s each), then use the cache"},
       {"enable_checkpointing", "false", "write checkpoints and resume from the last one"},
       {"checkpoint_period", "50", "steps between checkpoints"},
       {"profiler", "", "\"\" or trace (Chrome trace-event JSON of every op)"},
@@ -104,8 +109,8 @@ std::string trim(const std::string& text) {
   while (end > begin && std::isspace(static_cast<unsigned char>(text[end - 1]))) --end;
   std::string out = text.substr(begin, end - begin);
   // A quoted value ("" or "fp8_full") loses its quotes.
-  if (out.size() >= 2 && ((out.front() == '"' && out.back() == '"') ||
-                          (out.front() == '\'' && out.back() == '\''))) {
+  if (out.size() >= 2 &&
+      ((out.front() == '"' && out.back() == '"') || (out.front() == '\'' && out.back() == '\''))) {
     out = out.substr(1, out.size() - 2);
   }
   return out;
@@ -150,7 +155,8 @@ std::string one_of(const Settings& s, const std::string& key,
   const std::string& text = s.get(key);
   if (std::find(allowed.begin(), allowed.end(), text) != allowed.end()) return text;
   std::string list;
-  for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + (a.empty() ? "\"\"" : a);
+  for (const std::string& a : allowed)
+    list += (list.empty() ? "" : ", ") + (a.empty() ? "\"\"" : a);
   fail(key, text.empty() ? "''" : text, "expected one of: " + list);
 }
 
@@ -228,8 +234,7 @@ void Settings::apply_file(const std::string& path) {
   require(root.IsMap(), "config", path, "expected a map of key: value");
   for (const auto& entry : root) {
     const std::string key = entry.first.as<std::string>();
-    require(entry.second.IsScalar() || entry.second.IsNull(), key, path,
-            "values must be scalars");
+    require(entry.second.IsScalar() || entry.second.IsNull(), key, path, "values must be scalars");
     set(key, entry.second.IsNull() ? "" : entry.second.as<std::string>());
   }
 }
@@ -256,9 +261,9 @@ Settings parse_train_arguments(const std::vector<std::string>& args) {
   size_t i = 0;
   if (!args.empty()) {
     const std::string& first = args[0];
-    const bool looks_like_setting =
-        first.find('=') != std::string::npos || (!first.empty() && first.back() == ':') ||
-        first.find(": ") != std::string::npos;
+    const bool looks_like_setting = first.find('=') != std::string::npos ||
+                                    (!first.empty() && first.back() == ':') ||
+                                    first.find(": ") != std::string::npos;
     if (!looks_like_setting) {
       settings.apply_file(first);
       i = 1;
@@ -268,8 +273,7 @@ Settings parse_train_arguments(const std::vector<std::string>& args) {
     const std::string& word = args[i];
     const size_t equals = word.find('=');
     const size_t colon_space = word.find(": ");
-    if (equals != std::string::npos &&
-        (colon_space == std::string::npos || equals < colon_space)) {
+    if (equals != std::string::npos && (colon_space == std::string::npos || equals < colon_space)) {
       settings.set(word.substr(0, equals), word.substr(equals + 1));
     } else if (!word.empty() && word.back() == ':') {
       require(i + 1 < args.size(), word.substr(0, word.size() - 1), "(missing)",
@@ -307,10 +311,11 @@ TrainConfig resolve(const Settings& s) {
   c.base_mlp_dim = to_int(s, "base_mlp_dim", 1);
   c.base_num_decoder_layers = to_int(s, "base_num_decoder_layers", 0);
   c.first_num_dense_layers = to_int(s, "first_num_dense_layers", 0);
-  require(c.first_num_dense_layers <= c.base_num_decoder_layers,
-          "first_num_dense_layers,base_num_decoder_layers",
-          std::to_string(c.first_num_dense_layers) + "," + std::to_string(c.base_num_decoder_layers),
-          "more dense layers than layers");
+  require(
+      c.first_num_dense_layers <= c.base_num_decoder_layers,
+      "first_num_dense_layers,base_num_decoder_layers",
+      std::to_string(c.first_num_dense_layers) + "," + std::to_string(c.base_num_decoder_layers),
+      "more dense layers than layers");
   if (c.dataset_type == "text") {
     require(!c.dataset_path.empty(), "dataset_type,dataset_path", "text,''",
             "dataset_type=text needs dataset_path");
@@ -329,11 +334,12 @@ TrainConfig resolve(const Settings& s) {
   c.opt_type = one_of(s, "opt_type", {"sgd", "adamw"});
   c.adam_b1 = to_real(s, "adam_b1", 0);
   c.adam_b2 = to_real(s, "adam_b2", 0);
-  require(c.adam_b1 < 1 && c.adam_b2 < 1, "adam_b1,adam_b2", s.get("adam_b1") + "," + s.get("adam_b2"),
-          "betas must be in [0, 1)");
+  require(c.adam_b1 < 1 && c.adam_b2 < 1, "adam_b1,adam_b2",
+          s.get("adam_b1") + "," + s.get("adam_b2"), "betas must be in [0, 1)");
   c.adam_eps = to_real(s, "adam_eps", 0);
   c.adam_weight_decay = to_real(s, "adam_weight_decay", 0);
-  c.weight_dtype = one_of(s, "weight_dtype", {"f32", "bf16"}) == "bf16" ? DType::kBF16 : DType::kF32;
+  c.weight_dtype =
+      one_of(s, "weight_dtype", {"f32", "bf16"}) == "bf16" ? DType::kBF16 : DType::kF32;
   c.routed_bias_update_rate = to_real(s, "routed_bias_update_rate", 0);
   c.seed = static_cast<uint64_t>(to_int(s, "seed", 0));
   c.enable_checkpointing = to_bool(s, "enable_checkpointing");

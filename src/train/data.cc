@@ -137,13 +137,14 @@ class TextDataset : public Dataset {
     std::ifstream in(path, std::ios::binary);
     require(in.good(), "dataset_path", path, "cannot open the text file");
     bytes_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    require(static_cast<int64_t>(bytes_.size()) > length, "dataset_path", path,
-            "file holds " + std::to_string(bytes_.size()) +
-                " bytes, fewer than max_target_length + 1");
+    require(
+        static_cast<int64_t>(bytes_.size()) > length, "dataset_path", path,
+        "file holds " + std::to_string(bytes_.size()) + " bytes, fewer than max_target_length + 1");
     // Empirical H(next byte | byte).
     std::vector<double> pair(256 * 256, 0.0), single(256, 0.0);
     for (size_t i = 0; i + 1 < bytes_.size(); ++i) {
-      pair[static_cast<unsigned char>(bytes_[i]) * 256 + static_cast<unsigned char>(bytes_[i + 1])] += 1;
+      pair[static_cast<unsigned char>(bytes_[i]) * 256 +
+           static_cast<unsigned char>(bytes_[i + 1])] += 1;
       single[static_cast<unsigned char>(bytes_[i])] += 1;
     }
     const double total = static_cast<double>(bytes_.size() - 1);

@@ -162,8 +162,8 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
   dx.assign(activations, T(0));
   {
     auto scope = profile(profiler, "rmsnorm_bwd", OpKind::kGlue);
-    rmsnorm_backward(x.data(), final_norm.value.data(), final_inv_rms.data(), dfinal.data(),
-                     tokens, d, dx.data(), final_norm.grad.data());
+    rmsnorm_backward(x.data(), final_norm.value.data(), final_inv_rms.data(), dfinal.data(), tokens,
+                     d, dx.data(), final_norm.grad.data());
   }
   for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
     Block& block = *it;

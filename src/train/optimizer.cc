@@ -30,7 +30,8 @@ Optimizer::Optimizer(const TrainConfig& config, std::vector<moe::Param<float>*> 
 void Optimizer::sync_weights() {
   if (!bf16_weights_) return;
   for (Slot& slot : slots_) {
-    for (size_t i = 0; i < slot.master.size(); ++i) slot.param->value[i] = round_to_bf16(slot.master[i]);
+    for (size_t i = 0; i < slot.master.size(); ++i)
+      slot.param->value[i] = round_to_bf16(slot.master[i]);
   }
 }
 

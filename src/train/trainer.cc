@@ -1,8 +1,8 @@
 // The training loop: data, forward/backward, optimizer, per-step metrics,
 // checkpoints, resume, trace.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -50,15 +50,15 @@ nlohmann::json to_json(const StepMetrics& m) {
 
 std::string log_line(const StepMetrics& m, int64_t steps, double floor) {
   char text[512];
-  std::snprintf(text, sizeof(text),
-                "step %5lld/%lld  loss %.4f (floor %.4f)  aux %.4f  lr %.2e | %.3f s  %7.0f tok/s"
-                " | gmm %6.1f GFLOP/s, %4.1f%% of step (experts %4.1f%%, dense %4.1f%%, glue %4.1f%%,"
-                " optimizer %4.1f%%)",
-                static_cast<long long>(m.step), static_cast<long long>(steps), m.loss, floor,
-                m.aux_loss, m.learning_rate, m.step_time_s, m.tokens_per_s, m.gmm_gflops,
-                100 * m.gmm_time_share, 100 * m.expert_gmm_time_share,
-                100 * m.dense_gmm_time_share, 100 * m.glue_time_share,
-                100 * m.optimizer_time_share);
+  std::snprintf(
+      text, sizeof(text),
+      "step %5lld/%lld  loss %.4f (floor %.4f)  aux %.4f  lr %.2e | %.3f s  %7.0f tok/s"
+      " | gmm %6.1f GFLOP/s, %4.1f%% of step (experts %4.1f%%, dense %4.1f%%, glue %4.1f%%,"
+      " optimizer %4.1f%%)",
+      static_cast<long long>(m.step), static_cast<long long>(steps), m.loss, floor, m.aux_loss,
+      m.learning_rate, m.step_time_s, m.tokens_per_s, m.gmm_gflops, 100 * m.gmm_time_share,
+      100 * m.expert_gmm_time_share, 100 * m.dense_gmm_time_share, 100 * m.glue_time_share,
+      100 * m.optimizer_time_share);
   return text;
 }
 
@@ -88,10 +88,10 @@ void describe_plans(const TrainConfig& config, std::ostream& log) {
         {rows, config.moe.embed_dim, weight == Weight::kWi ? f : config.moe.mlp_dim});
     for (Pass pass : kAllPasses) {
       const ResolvedPassConfig& p = passes[static_cast<size_t>(pass)];
-      log << "  plan " << weight_name(weight) << " " << pass_name(pass) << ": " << kernel_name(p.kernel)
-          << " tiles (m,k,n)=(" << p.tiles.m << "," << p.tiles.k << "," << p.tiles.n << ") from ("
-          << source_name(p.source.m) << "," << source_name(p.source.k) << ","
-          << source_name(p.source.n) << "), kernel from " << source_name(p.source.kernel)
+      log << "  plan " << weight_name(weight) << " " << pass_name(pass) << ": "
+          << kernel_name(p.kernel) << " tiles (m,k,n)=(" << p.tiles.m << "," << p.tiles.k << ","
+          << p.tiles.n << ") from (" << source_name(p.source.m) << "," << source_name(p.source.k)
+          << "," << source_name(p.source.n) << "), kernel from " << source_name(p.source.kernel)
           << (p.quantization.empty() ? "" : ", quantization " + p.quantization) << "\n";
     }
   }
@@ -105,10 +105,11 @@ void autotune_missing(const TrainConfig& config, std::ostream& log) {
   const int64_t rows = config.tokens_per_step() * config.moe.router.top_k;
   const int64_t f = config.moe.fused_gate_up ? 2 * config.moe.mlp_dim : config.moe.mlp_dim;
   for (Weight weight : kAllWeights) {
-    const ModelDims dims{rows, config.moe.embed_dim, weight == Weight::kWi ? f : config.moe.mlp_dim};
+    const ModelDims dims{rows, config.moe.embed_dim,
+                         weight == Weight::kWi ? f : config.moe.mlp_dim};
     for (Pass pass : kAllPasses) {
-      GmmShape shape = block_pass_shape(weight, pass, dims, config.moe.router.num_experts, {},
-                                        config.moe.dtype);
+      GmmShape shape =
+          block_pass_shape(weight, pass, dims, config.moe.router.num_experts, {}, config.moe.dtype);
       shape.quantization = config.moe.quantization;
       if (cache.find(shape)) continue;
       tune::TuneOptions options;
@@ -164,7 +165,8 @@ TrainResult run_training(const TrainConfig& config, std::ostream& log) {
       << ", weights " << dtype_name(config.weight_dtype)
       << (config.moe.quantization.empty() ? "" : ", quantization " + config.moe.quantization)
       << "\n";
-  if (config.moe.router.num_experts > 0 && config.base_num_decoder_layers > config.first_num_dense_layers) {
+  if (config.moe.router.num_experts > 0 &&
+      config.base_num_decoder_layers > config.first_num_dense_layers) {
     describe_plans(config, log);
   }
   log << "loss floor (entropy rate of the data): " << format("%.4f", result.loss_floor)
@@ -217,7 +219,8 @@ TrainResult run_training(const TrainConfig& config, std::ostream& log) {
     {
       auto scope = profile(&profiler, "optimizer", OpKind::kOptimizer);
       optimizer.step(lr);
-      for (auto* layer : model.moe_layers()) layer->update_selection_bias(config.routed_bias_update_rate);
+      for (auto* layer : model.moe_layers())
+        layer->update_selection_bias(config.routed_bias_update_rate);
     }
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
@@ -251,7 +254,8 @@ TrainResult run_training(const TrainConfig& config, std::ostream& log) {
     metrics.flush();
     result.steps.push_back(m);
 
-    if (config.enable_checkpointing && (step % config.checkpoint_period == 0 || step == config.steps)) {
+    if (config.enable_checkpointing &&
+        (step % config.checkpoint_period == 0 || step == config.steps)) {
       auto scope = profile(&profiler, "checkpoint", OpKind::kSpan);
       CheckpointData saved;
       saved.step = step;
@@ -283,8 +287,9 @@ TrainResult run_training(const TrainConfig& config, std::ostream& log) {
     const double n = static_cast<double>(result.steps.size() - first);
     const StepMetrics& last = result.steps.back();
     log << "done: step " << last.step << ", loss " << format("%.4f", last.loss) << " (floor "
-        << format("%.4f", result.loss_floor) << ", gap " << format("%.4f", last.loss - result.loss_floor)
-        << "); mean step " << format("%.3f", time / n) << " s, "
+        << format("%.4f", result.loss_floor) << ", gap "
+        << format("%.4f", last.loss - result.loss_floor) << "); mean step "
+        << format("%.3f", time / n) << " s, "
         << format("%.0f", static_cast<double>(tokens) * n / time) << " tok/s, GMM "
         << format("%.1f", gflops / n) << " GFLOP/s, GMM share " << format("%.1f", 100 * share / n)
         << "% (experts " << format("%.1f", 100 * expert_share / n) << "%, glue "

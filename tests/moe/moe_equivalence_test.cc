@@ -55,7 +55,8 @@ Outcome run_layer(const MoeConfig& config, const Shape& shape) {
   MoeLayer<float> layer("moe", config);
   copy_params(init.params(), layer.params());
   const std::vector<float> x = cast_values<float>(random_values(shape.tokens * shape.embed, 31));
-  const std::vector<float> probe = cast_values<float>(random_values(shape.tokens * shape.embed, 32));
+  const std::vector<float> probe =
+      cast_values<float>(random_values(shape.tokens * shape.embed, 32));
   Outcome outcome;
   outcome.out.resize(x.size());
   outcome.dx.assign(x.size(), 0.0f);
@@ -87,7 +88,8 @@ struct Case {
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
   for (const char* mode : {"v1", "v2", "hybrid"}) {
-    for (const char* precision : {"f32", "bf16", "fp8_full", "int8"}) cases.push_back({mode, precision});
+    for (const char* precision : {"f32", "bf16", "fp8_full", "int8"})
+      cases.push_back({mode, precision});
   }
   return cases;
 }
@@ -127,12 +129,15 @@ class MoeEquivalenceTest : public ::testing::TestWithParam<Case> {};
 TEST_P(MoeEquivalenceTest, SmallShape) { check_case(kSmall, GetParam()); }
 
 TEST_P(MoeEquivalenceTest, MixtralLikeShape) {
-  if (testing::kSanitized) GTEST_SKIP() << "big shape skipped under sanitizers (SmallShape covers it)";
+  if (testing::kSanitized)
+    GTEST_SKIP() << "big shape skipped under sanitizers (SmallShape covers it)";
   check_case(kMixtralLike, GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Configs, MoeEquivalenceTest, ::testing::ValuesIn(all_cases()),
-                         [](const auto& info) { return info.param.mode + "_" + info.param.precision; });
+                         [](const auto& info) {
+                           return info.param.mode + "_" + info.param.precision;
+                         });
 
 }  // namespace
 }  // namespace raggemm::moe

@@ -74,7 +74,7 @@ TEST(RouterTest, GroupLimitedRoutingOnlyPicksFromBestGroups) {
   RouterConfig config;
   config.num_experts = 8;
   config.top_k = 2;
-  config.n_routing_groups = 4;   // groups {0,1} {2,3} {4,5} {6,7}
+  config.n_routing_groups = 4;  // groups {0,1} {2,3} {4,5} {6,7}
   config.topk_routing_group = 1;
   // Softmax groups score by their best expert: group {6,7} (2.1) beats
   // {2,3} (2.0), so with one group the runner-up is 6, not the better 2.

@@ -32,14 +32,35 @@ TEST(ConfigTest, BaseYmlListsEveryKeyInOrderAtItsDefault) {
 }
 
 TEST(ConfigTest, IssueKeysAllExist) {
-  std::vector<std::string> required = {
-      "run_name", "base_output_directory", "steps", "per_device_batch_size", "max_target_length",
-      "vocab_size", "base_emb_dim", "base_mlp_dim", "base_num_decoder_layers",
-      "first_num_dense_layers", "num_experts", "num_experts_per_tok", "shared_experts",
-      "learning_rate", "opt_type", "weight_dtype", "dtype", "use_gmm_v2", "use_gmm_v2_fwd",
-      "use_gmm_v2_dlhs", "use_gmm_v2_drhs", "gmm_autotune", "quantization",
-      "load_balance_loss_weight", "routed_scaling_factor", "seed", "enable_checkpointing",
-      "checkpoint_period", "profiler"};
+  std::vector<std::string> required = {"run_name",
+                                       "base_output_directory",
+                                       "steps",
+                                       "per_device_batch_size",
+                                       "max_target_length",
+                                       "vocab_size",
+                                       "base_emb_dim",
+                                       "base_mlp_dim",
+                                       "base_num_decoder_layers",
+                                       "first_num_dense_layers",
+                                       "num_experts",
+                                       "num_experts_per_tok",
+                                       "shared_experts",
+                                       "learning_rate",
+                                       "opt_type",
+                                       "weight_dtype",
+                                       "dtype",
+                                       "use_gmm_v2",
+                                       "use_gmm_v2_fwd",
+                                       "use_gmm_v2_dlhs",
+                                       "use_gmm_v2_drhs",
+                                       "gmm_autotune",
+                                       "quantization",
+                                       "load_balance_loss_weight",
+                                       "routed_scaling_factor",
+                                       "seed",
+                                       "enable_checkpointing",
+                                       "checkpoint_period",
+                                       "profiler"};
   for (const char* w : {"wi", "wo"})
     for (const char* p : {"fwd", "dlhs", "drhs"})
       for (const char* d : {"batch_seq", "embed_dim", "mlp_dim"})
@@ -101,22 +122,32 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, ConfigErrorTest,
     ::testing::Values(
         BadCase{"unknown_key", {"stpes=3"}, "stpes", "did you mean 'steps'"},
-        BadCase{"unknown_tile_key", {"wi_tile_fwd_batchseq=8"}, "wi_tile_fwd_batchseq",
+        BadCase{"unknown_tile_key",
+                {"wi_tile_fwd_batchseq=8"},
+                "wi_tile_fwd_batchseq",
                 "did you mean 'wi_tile_fwd_batch_seq'"},
-        BadCase{"v2_contradiction", {"use_gmm_v2=true", "use_gmm_v2_dlhs=false"},
-                "use_gmm_v2,use_gmm_v2_dlhs", "every pass"},
+        BadCase{"v2_contradiction",
+                {"use_gmm_v2=true", "use_gmm_v2_dlhs=false"},
+                "use_gmm_v2,use_gmm_v2_dlhs",
+                "every pass"},
         BadCase{"block_scales_with_v1",
                 {"quantization=fp8_full", "quantization_weight_scaling=block:128"},
-                "quantization_weight_scaling,use_gmm_v2_fwd", "v2"},
+                "quantization_weight_scaling,use_gmm_v2_fwd",
+                "v2"},
         BadCase{"zero_tile", {"wo_tile_drhs_mlp_dim=0"}, "wo_tile_drhs_mlp_dim", "positive"},
-        BadCase{"negative_tile", {"wi_tile_dlhs_embed_dim: -3"}, "wi_tile_dlhs_embed_dim",
-                "positive"},
+        BadCase{
+            "negative_tile", {"wi_tile_dlhs_embed_dim: -3"}, "wi_tile_dlhs_embed_dim", "positive"},
         BadCase{"text_without_path", {"dataset_type=text"}, "dataset_type,dataset_path", "needs"},
         BadCase{"bad_quantization", {"quantization=fp4"}, "quantization", "fp8_full"},
         BadCase{"bad_steps", {"steps=ten"}, "steps", "integer"},
-        BadCase{"top_k_above_experts", {"num_experts_per_tok=9"}, "num_experts_per_tok", "1..num_experts"},
-        BadCase{"dense_layers_above_layers", {"first_num_dense_layers=3"},
-                "first_num_dense_layers,base_num_decoder_layers", "more dense"},
+        BadCase{"top_k_above_experts",
+                {"num_experts_per_tok=9"},
+                "num_experts_per_tok",
+                "1..num_experts"},
+        BadCase{"dense_layers_above_layers",
+                {"first_num_dense_layers=3"},
+                "first_num_dense_layers,base_num_decoder_layers",
+                "more dense"},
         BadCase{"dangling_colon", {"steps:"}, "steps", "followed by its value"},
         BadCase{"not_a_setting", {"steps=1", "oops"}, "setting", "key=value"},
         BadCase{"bias_with_softmax", {"routed_bias=true"}, "routed_bias", "sigmoid"}),
@@ -128,7 +159,8 @@ TEST(ConfigTest, BlockScalesAcceptedWithV2) {
 }
 
 TEST(ConfigTest, ResolvedYamlRoundTrips) {
-  const Settings s = parse_train_arguments({"quantization=fp8_full", "run_name=x", "dataset_path: a b"});
+  const Settings s =
+      parse_train_arguments({"quantization=fp8_full", "run_name=x", "dataset_path: a b"});
   const YAML::Node root = YAML::Load(s.to_yaml());
   EXPECT_EQ(root["quantization"].as<std::string>(), "fp8_full");
   EXPECT_EQ(root["profiler"].as<std::string>(), "");

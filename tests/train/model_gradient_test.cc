@@ -63,8 +63,9 @@ TEST_P(ModelGradientTest, F32OpsMatchF64) {
   const LossParts got = model.loss_and_grad(kInputs.data(), kTargets.data(), tokens);
   EXPECT_NEAR(got.total, want.total, 1e-5 * std::abs(want.total));
   for (size_t i = 0; i < model.params().size(); ++i) {
-    EXPECT_LT(moe::testing::relative_frobenius(model.params()[i]->grad, reference.params()[i]->grad),
-              1e-4)
+    EXPECT_LT(
+        moe::testing::relative_frobenius(model.params()[i]->grad, reference.params()[i]->grad),
+        1e-4)
         << model.params()[i]->name;
   }
 }

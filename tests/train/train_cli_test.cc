@@ -1,12 +1,11 @@
 // `raggemm train` and `raggemm compare` end to end: smoke trains of every
 // kernel/precision configuration, output files, resume identity, a killed
 // run leaving no torn checkpoint, config errors at the CLI.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <fcntl.h>
 
 #include <chrono>
 #include <cmath>
@@ -87,7 +86,8 @@ std::string mode_args(const SmokeCase& c) {
   std::string args;
   if (c.mode == "v2") args += " use_gmm_v2=true";
   // The other form on purpose: "key:" "value" as two words.
-  if (c.mode == "hybrid") args += " use_gmm_v2_fwd: true use_gmm_v2_dlhs: false use_gmm_v2_drhs=true";
+  if (c.mode == "hybrid")
+    args += " use_gmm_v2_fwd: true use_gmm_v2_dlhs: false use_gmm_v2_drhs=true";
   if (c.precision == "bf16") args += " dtype=bf16 weight_dtype=bf16";
   if (c.precision == "fp8_full" || c.precision == "int8") args += " quantization=" + c.precision;
   return args;
@@ -107,8 +107,8 @@ TEST_P(SmokeTrainTest, TwoStepsFromTheCli) {
   const auto metrics = read_metrics(run_dir);
   ASSERT_EQ(metrics.size(), 2u);
   for (const auto& m : metrics) {
-    for (const char* field : {"step", "loss", "step_time_s", "tokens_per_s", "gmm_gflops",
-                              "gmm_time_share"}) {
+    for (const char* field :
+         {"step", "loss", "step_time_s", "tokens_per_s", "gmm_gflops", "gmm_time_share"}) {
       EXPECT_TRUE(m.contains(field)) << field;
     }
     EXPECT_TRUE(std::isfinite(m["loss"].get<double>()));
@@ -119,21 +119,23 @@ TEST_P(SmokeTrainTest, TwoStepsFromTheCli) {
   EXPECT_TRUE(fs::exists(fs::path(run_dir) / "config.yml"));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Configs, SmokeTrainTest,
-    ::testing::ValuesIn([] {
-      std::vector<SmokeCase> cases;
-      for (const char* m : {"v1", "v2", "hybrid"})
-        for (const char* p : {"f32", "bf16", "fp8_full", "int8"}) cases.push_back({m, p});
-      return cases;
-    }()),
-    [](const auto& info) { return info.param.mode + "_" + info.param.precision; });
+INSTANTIATE_TEST_SUITE_P(Configs, SmokeTrainTest, ::testing::ValuesIn([] {
+                           std::vector<SmokeCase> cases;
+                           for (const char* m : {"v1", "v2", "hybrid"})
+                             for (const char* p : {"f32", "bf16", "fp8_full", "int8"})
+                               cases.push_back({m, p});
+                           return cases;
+                         }()),
+                         [](const auto& info) {
+                           return info.param.mode + "_" + info.param.precision;
+                         });
 
 TEST(TrainCliTest, LossFallsAndTraceOpens) {
   TempDir dir;
-  const Output out = run("train " + kBase + " steps=30 base_output_directory=" + dir.str() +
-                         " run_name=falls profiler=trace shared_experts=1 first_num_dense_layers=1" +
-                         " fused_gate_up=true use_gmm_v2=true" + kSmall);
+  const Output out =
+      run("train " + kBase + " steps=30 base_output_directory=" + dir.str() +
+          " run_name=falls profiler=trace shared_experts=1 first_num_dense_layers=1" +
+          " fused_gate_up=true use_gmm_v2=true" + kSmall);
   ASSERT_EQ(out.status, 0) << out.text;
   const auto metrics = read_metrics(dir.str() + "/falls");
   ASSERT_EQ(metrics.size(), 30u);
@@ -155,7 +157,8 @@ TEST(TrainCliTest, TextDataSgdSigmoidGroupedRouting) {
   const std::string text_path = dir.str() + "/corpus.txt";
   {
     std::ofstream out(text_path);
-    for (int i = 0; i < 200; ++i) out << "the quick brown fox jumps over the lazy dog " << i << "\n";
+    for (int i = 0; i < 200; ++i)
+      out << "the quick brown fox jumps over the lazy dog " << i << "\n";
   }
   const Output out = run("train dataset_type=text dataset_path=" + text_path +
                          " vocab_size=256 steps=3 opt_type=sgd learning_rate=0.05"
@@ -163,7 +166,8 @@ TEST(TrainCliTest, TextDataSgdSigmoidGroupedRouting) {
                          " topk_routing_group=1 shared_experts=1 first_num_dense_layers=1"
                          " base_num_decoder_layers=2 base_emb_dim=64 base_mlp_dim=128"
                          " per_device_batch_size=2 max_target_length=32 num_experts=4"
-                         " base_output_directory=" + dir.str() + " run_name=text");
+                         " base_output_directory=" +
+                         dir.str() + " run_name=text");
   ASSERT_EQ(out.status, 0) << out.text;
   EXPECT_NE(out.text.find("text file"), std::string::npos) << out.text;
   EXPECT_EQ(read_metrics(dir.str() + "/text").size(), 3u);
@@ -175,7 +179,8 @@ TEST(TrainCliTest, ConfigErrorsAreOneLineAndExit2) {
   EXPECT_EQ(unknown.text, "error: stpes=3: unknown config key; did you mean 'steps'?\n");
   const Output contradiction = run("train use_gmm_v2=true use_gmm_v2_fwd: false");
   EXPECT_EQ(contradiction.status, 2);
-  EXPECT_NE(contradiction.text.find("error: use_gmm_v2,use_gmm_v2_fwd=true,false"), std::string::npos)
+  EXPECT_NE(contradiction.text.find("error: use_gmm_v2,use_gmm_v2_fwd=true,false"),
+            std::string::npos)
       << contradiction.text;
   const Output missing = run("train /nonexistent/config.yml");
   EXPECT_EQ(missing.status, 2);
@@ -187,7 +192,8 @@ TEST(TrainCliTest, ResumeIsBitwiseIdentical) {
   TempDir dir;
   const std::string common = "train " + kBase + " base_output_directory=" + dir.str() +
                              " enable_checkpointing=true checkpoint_period=3"
-                             " learning_rate_schedule_steps=6 weight_dtype=bf16" + kSmall;
+                             " learning_rate_schedule_steps=6 weight_dtype=bf16" +
+                             kSmall;
   ASSERT_EQ(run(common + " run_name=straight steps=6").status, 0);
   ASSERT_EQ(run(common + " run_name=resumed steps=3").status, 0);
   const Output second = run(common + " run_name=resumed steps=6");
@@ -200,7 +206,8 @@ TEST(TrainCliTest, ResumeIsBitwiseIdentical) {
   for (size_t i = 0; i < 6; ++i) {
     EXPECT_EQ(resumed[i]["step"], straight[i]["step"]);
     // Bitwise: the doubles round-trip through JSON exactly.
-    EXPECT_EQ(resumed[i]["loss"].get<double>(), straight[i]["loss"].get<double>()) << "step " << i + 1;
+    EXPECT_EQ(resumed[i]["loss"].get<double>(), straight[i]["loss"].get<double>())
+        << "step " << i + 1;
   }
 }
 
@@ -218,9 +225,9 @@ TEST(TrainCliTest, KilledRunLeavesNoTornCheckpoint) {
       dup2(devnull, 1);
       dup2(devnull, 2);
       execl(kCli.c_str(), kCli.c_str(), "train", kBase.c_str(), out.c_str(), "run_name=killed",
-            "steps=100000", "enable_checkpointing=true", "checkpoint_period=1",
-            "base_emb_dim=128", "base_mlp_dim=256", "per_device_batch_size=2",
-            "max_target_length=32", "vocab_size=64", "num_experts=4", static_cast<char*>(nullptr));
+            "steps=100000", "enable_checkpointing=true", "checkpoint_period=1", "base_emb_dim=128",
+            "base_mlp_dim=256", "per_device_batch_size=2", "max_target_length=32", "vocab_size=64",
+            "num_experts=4", static_cast<char*>(nullptr));
       _exit(127);
     }
     // Wait for a few new checkpoints, then kill without warning.
@@ -259,15 +266,17 @@ TEST(TrainCliTest, CorruptCheckpointIsRefused) {
   fs::resize_file(path, fs::file_size(path) - 100);
   EXPECT_THROW(verify_checkpoint(path), Error);
   // The run falls back to the older, intact checkpoint.
-  const Output out = run("train " + kBase + " base_output_directory=" + dir.str() +
-                         " run_name=c steps=3 enable_checkpointing=true checkpoint_period=1" + kSmall);
+  const Output out =
+      run("train " + kBase + " base_output_directory=" + dir.str() +
+          " run_name=c steps=3 enable_checkpointing=true checkpoint_period=1" + kSmall);
   ASSERT_EQ(out.status, 0) << out.text;
   EXPECT_NE(out.text.find("step_00000001.ckpt (step 1)"), std::string::npos) << out.text;
 }
 
 TEST(CompareCliTest, PrintsDifferencesAndPlots) {
   TempDir dir;
-  const std::string common = "train " + kBase + " base_output_directory=" + dir.str() + " steps=4" + kSmall;
+  const std::string common =
+      "train " + kBase + " base_output_directory=" + dir.str() + " steps=4" + kSmall;
   ASSERT_EQ(run(common + " run_name=f32").status, 0);
   ASSERT_EQ(run(common + " run_name=fp8 quantization=fp8_full").status, 0);
   const std::string png = dir.str() + "/loss.png";
