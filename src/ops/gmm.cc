@@ -139,38 +139,10 @@ Tensor gmm(const TensorView& lhs, const TensorView& rhs, const TensorView& group
   return out;
 }
 
-namespace {
-
-struct TgmmShape {
-  int64_t m, k, n, local_groups;
-  std::vector<int64_t> starts;
-};
-
-TgmmShape check_tgmm(const TensorView& lhs, const TensorView& dout, const TensorView& group_sizes,
-                     const TgmmOptions& o) {
-  ops::check_tensor(lhs, "lhs", 2, kFloatTypes);
-  ops::check_tensor(dout, "dout", 2, kFloatTypes);
-  TgmmShape s;
-  s.m = lhs.dim(0);
-  s.k = lhs.dim(1);
-  ops::check_dim(dout, "dout", 0, s.m, "rows of lhs");
-  s.n = dout.dim(1);
-  s.starts = ops::check_group_sizes(group_sizes, s.m);
-  const int64_t total = group_sizes.dim(0);
-  const int64_t local = o.local_groups < 0 ? total : o.local_groups;
-  s.local_groups = ops::check_local_groups(o.group_offset, o.local_groups, total, local, "out");
-  ops::check_tiles(o.tiles, "tiles");
-  ops::check_threads(o.threads, "threads");
-  ops::check_buffer_count(o.input_buffer_count, "input_buffer_count");
-  checked_numel({s.local_groups, s.k, s.n}, "out");
-  return s;
-}
-
-}  // namespace
 
 void tgmm_into(const TensorView& lhs, const TensorView& dout, const TensorView& group_sizes,
                const TensorView& out, const TgmmOptions& o) {
-  TgmmShape s = check_tgmm(lhs, dout, group_sizes, o);
+  ops::TgmmShape s = ops::check_tgmm_args(lhs, dout, group_sizes, o);
   ops::check_tensor(out, "out", 3, {DType::kF32});
   ops::check_dim(out, "out", 0, s.local_groups, "groups");
   ops::check_dim(out, "out", 1, s.k, "K of lhs");
@@ -203,7 +175,7 @@ void tgmm_into(const TensorView& lhs, const TensorView& dout, const TensorView& 
 
 Tensor tgmm(const TensorView& lhs, const TensorView& dout, const TensorView& group_sizes,
             const TgmmOptions& options) {
-  TgmmShape s = check_tgmm(lhs, dout, group_sizes, options);
+  ops::TgmmShape s = ops::check_tgmm_args(lhs, dout, group_sizes, options);
   Tensor out(DType::kF32, {s.local_groups, s.k, s.n});
   tgmm_into(lhs, dout, group_sizes, out, options);
   return out;

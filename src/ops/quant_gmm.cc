@@ -352,40 +352,12 @@ Tensor quantized_gmm(const TensorView& lhs, const TensorView& weight_f32,
                        group_sizes, options, quant);
 }
 
-namespace {
-
-struct TgmmShape {
-  int64_t m, k, n, local_groups;
-  std::vector<int64_t> starts;
-};
-
-TgmmShape check_tgmm_pass(const TensorView& lhs, const TensorView& dout,
-                          const TensorView& group_sizes, const TgmmOptions& o) {
-  ops::check_tensor(lhs, "lhs", 2, kFloatTypes);
-  ops::check_tensor(dout, "dout", 2, kFloatTypes);
-  TgmmShape s;
-  s.m = lhs.dim(0);
-  s.k = lhs.dim(1);
-  ops::check_dim(dout, "dout", 0, s.m, "rows of lhs");
-  s.n = dout.dim(1);
-  s.starts = ops::check_group_sizes(group_sizes, s.m);
-  const int64_t total = group_sizes.dim(0);
-  const int64_t local = o.local_groups < 0 ? total : o.local_groups;
-  s.local_groups = ops::check_local_groups(o.group_offset, o.local_groups, total, local, "out");
-  ops::check_tiles(o.tiles, "tiles");
-  ops::check_threads(o.threads, "threads");
-  ops::check_buffer_count(o.input_buffer_count, "input_buffer_count");
-  checked_numel({s.local_groups, s.k, s.n}, "out");
-  return s;
-}
-
-}  // namespace
 
 QuantizedTgmmOperands prepare_quantized_tgmm(const TensorView& lhs, const TensorView& dout,
                                              const TensorView& group_sizes,
                                              const TgmmOptions& options,
                                              const QuantGmmOptions& quant) {
-  const TgmmShape s = check_tgmm_pass(lhs, dout, group_sizes, options);
+  const ops::TgmmShape s = ops::check_tgmm_args(lhs, dout, group_sizes, options);
   require(quant.lhs_k_block == 0, "lhs_k_block", quant.lhs_k_block,
           "K-blocks of lhs scales apply to the forward pass only");
   QuantizedTgmmOperands operands;
@@ -408,7 +380,7 @@ Tensor run_quantized_tgmm(const QuantizedTgmmOperands& operands, const TensorVie
   const QuantizedTensor& dout = operands.dout;
   const TensorView lhs_shape(DType::kF32, lhs.values.shape(), lhs.values.data());
   const TensorView dout_shape(DType::kF32, dout.values.shape(), dout.values.data());
-  const TgmmShape s = check_tgmm_pass(lhs_shape, dout_shape, group_sizes, o);
+  const ops::TgmmShape s = ops::check_tgmm_args(lhs_shape, dout_shape, group_sizes, o);
   kernels::TgmmProblem p;
   p.lhs = codes_operand(lhs, operands.lhs_scales_in_kernel);
   // dout's per-column scales scale the output's columns; applied as dout is

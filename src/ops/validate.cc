@@ -94,4 +94,24 @@ int64_t check_local_groups(int64_t group_offset, int64_t local_groups, int64_t t
   return local_groups;
 }
 
+TgmmShape check_tgmm_args(const TensorView& lhs, const TensorView& dout,
+                          const TensorView& group_sizes, const TgmmOptions& o) {
+  check_tensor(lhs, "lhs", 2, {DType::kF32, DType::kBF16, DType::kF16});
+  check_tensor(dout, "dout", 2, {DType::kF32, DType::kBF16, DType::kF16});
+  TgmmShape s;
+  s.m = lhs.dim(0);
+  s.k = lhs.dim(1);
+  check_dim(dout, "dout", 0, s.m, "rows of lhs");
+  s.n = dout.dim(1);
+  s.starts = check_group_sizes(group_sizes, s.m);
+  const int64_t total = group_sizes.dim(0);
+  const int64_t local = o.local_groups < 0 ? total : o.local_groups;
+  s.local_groups = check_local_groups(o.group_offset, o.local_groups, total, local, "out");
+  check_tiles(o.tiles, "tiles");
+  check_threads(o.threads, "threads");
+  check_buffer_count(o.input_buffer_count, "input_buffer_count");
+  checked_numel({s.local_groups, s.k, s.n}, "out");
+  return s;
+}
+
 }  // namespace raggemm::ops

@@ -37,4 +37,13 @@ void check_buffer_count(int input_buffer_count, const std::string& argument);
 int64_t check_local_groups(int64_t group_offset, int64_t local_groups, int64_t total_groups,
                            int64_t rhs_groups, const std::string& rhs_argument);
 
+// Shape of a tgmm call: lhs [M,K], dout [M,N] (f32, bf16 or f16), group
+// sizes, local groups, tiles, threads and buffers, all checked.
+struct TgmmShape {
+  int64_t m, k, n, local_groups;
+  std::vector<int64_t> starts;
+};
+TgmmShape check_tgmm_args(const TensorView& lhs, const TensorView& dout,
+                          const TensorView& group_sizes, const TgmmOptions& options);
+
 }  // namespace raggemm::ops
