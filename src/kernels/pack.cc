@@ -4,29 +4,45 @@
 #include <cstring>
 
 #include "kernels/decode.h"
+#include "kernels/interleave.h"
 #include "kernels/workspace.h"
 
 namespace raggemm::kernels {
 
+namespace {
+
+// Rows [r, r + rows) x columns [c0, c0 + count) of `src` as contiguous f32:
+// the data itself for plain f32, else decoded into a per-thread scratch block.
+// Returns the first row; *ld receives the row stride.
+const float* f32_rows(const Operand& src, int64_t r, int64_t rows, int64_t c0, int64_t count,
+                      int64_t* ld) {
+  if (src.dtype == DType::kF32 && !src.scale.data) {
+    *ld = src.ld;
+    return static_cast<const float*>(src.data) + r * src.ld + c0;
+  }
+  float* block = workspace(Slot::kDecoded, rows * count);
+  for (int64_t i = 0; i < rows; ++i) decode_span(src, r + i, c0, count, block + i * count, 1);
+  *ld = count;
+  return block;
+}
+
+// Packs rows [r, r + rows) of `src` (depth along columns [c0, c0 + kc)) into
+// panels of `width` rows each.
+void pack_row_panels(const Operand& src, int64_t r, int64_t rows, int64_t c0, int64_t kc,
+                     int width, float* dst) {
+  for (int64_t panel = 0; panel * width < rows; ++panel) {
+    const int height = static_cast<int>(std::min<int64_t>(width, rows - panel * width));
+    int64_t ld = 0;
+    const float* block = f32_rows(src, r + panel * width, height, c0, kc, &ld);
+    interleave_rows(block, ld, height, kc, width, dst + panel * width * kc);
+  }
+}
+
+}  // namespace
+
 void pack_a(const Operand& src, int64_t r0, int64_t rows, int64_t k0, int64_t kc, int mr,
             float* dst) {
-  const bool plain_f32 = src.dtype == DType::kF32 && !src.scale.data;
-  for (int64_t panel = 0; panel * mr < rows; ++panel) {
-    float* out = dst + panel * mr * kc;
-    const int64_t height = std::min<int64_t>(mr, rows - panel * mr);
-    for (int64_t i = 0; i < height; ++i) {
-      const int64_t r = r0 + panel * mr + i;
-      if (plain_f32) {
-        const float* row = static_cast<const float*>(src.data) + r * src.ld + k0;
-        for (int64_t p = 0; p < kc; ++p) out[p * mr + i] = row[p];
-      } else {
-        decode_span(src, r, k0, kc, out + i, mr);
-      }
-    }
-    for (int64_t i = height; i < mr; ++i) {
-      for (int64_t p = 0; p < kc; ++p) out[p * mr + i] = 0.0f;
-    }
-  }
+  pack_row_panels(src, r0, rows, k0, kc, mr, dst);
 }
 
 void pack_a_transposed(const Operand& src, int64_t t0, int64_t kc, int64_t c0, int64_t rows,
@@ -72,19 +88,7 @@ void pack_b(const Operand& src, bool transposed, int64_t k0, int64_t kc, int64_t
     return;
   }
   // Transposed source: each source row is one packed column j.
-  for (int64_t j = 0; j < padded; ++j) {
-    float* out = dst + (j / nr) * nr * kc + (j % nr);
-    if (j >= cols) {
-      for (int64_t p = 0; p < kc; ++p) out[p * nr] = 0.0f;
-      continue;
-    }
-    if (src.dtype == DType::kF32 && !src.scale.data) {
-      const float* row = static_cast<const float*>(src.data) + (n0 + j) * src.ld + k0;
-      for (int64_t p = 0; p < kc; ++p) out[p * nr] = row[p];
-    } else {
-      decode_span(src, n0 + j, k0, kc, out, nr);
-    }
-  }
+  pack_row_panels(src, n0, cols, k0, kc, nr, dst);
 }
 
 }  // namespace raggemm::kernels

@@ -6,7 +6,7 @@
 
 namespace raggemm::kernels {
 
-enum class Slot { kPackedA, kPackedB, kAccumulator, kLine, kCount };
+enum class Slot { kPackedA, kPackedB, kAccumulator, kLine, kDecoded, kCount };
 
 // A buffer of at least `floats` floats for this thread; contents undefined.
 float* workspace(Slot slot, int64_t floats);

@@ -1,0 +1,136 @@
+// Highway implementation of interleave_rows, compiled per target like the
+// microkernel. 256-bit and wider targets transpose 8x8 blocks; every other
+// vector target has the 4x4 path (128-bit vectors, so EMU128 too); leftover
+// rows and depth steps, and the one-lane HWY_SCALAR target, go element by
+// element.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/interleave.cc"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+#include "kernels/interleave.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace raggemm::kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#if HWY_TARGET != HWY_SCALAR  // HWY_SCALAR has one-lane vectors: element path only
+// Interleaves 64-bit pairs of two f32 vectors (within each 128-bit block).
+template <class D, class V>
+HWY_INLINE V InterleaveLowerPairs(D d, V a, V b) {
+  const hn::Repartition<double, D> dd;
+  return hn::BitCast(d, hn::InterleaveLower(dd, hn::BitCast(dd, a), hn::BitCast(dd, b)));
+}
+template <class D, class V>
+HWY_INLINE V InterleaveUpperPairs(D d, V a, V b) {
+  const hn::Repartition<double, D> dd;
+  return hn::BitCast(d, hn::InterleaveUpper(dd, hn::BitCast(dd, a), hn::BitCast(dd, b)));
+}
+
+// Rows i0..i0+3, depth p0..p0+3.
+HWY_INLINE void Block4(const float* src, int64_t ld, int64_t p0, int width, float* dst) {
+  const hn::FixedTag<float, 4> d;
+  const auto r0 = hn::LoadU(d, src + p0);
+  const auto r1 = hn::LoadU(d, src + ld + p0);
+  const auto r2 = hn::LoadU(d, src + 2 * ld + p0);
+  const auto r3 = hn::LoadU(d, src + 3 * ld + p0);
+  const auto t0 = hn::InterleaveLower(d, r0, r1);  // r0_0 r1_0 r0_1 r1_1
+  const auto t1 = hn::InterleaveUpper(d, r0, r1);  // r0_2 r1_2 r0_3 r1_3
+  const auto t2 = hn::InterleaveLower(d, r2, r3);
+  const auto t3 = hn::InterleaveUpper(d, r2, r3);
+  float* out = dst + p0 * width;
+  hn::StoreU(InterleaveLowerPairs(d, t0, t2), d, out);
+  hn::StoreU(InterleaveUpperPairs(d, t0, t2), d, out + width);
+  hn::StoreU(InterleaveLowerPairs(d, t1, t3), d, out + 2 * width);
+  hn::StoreU(InterleaveUpperPairs(d, t1, t3), d, out + 3 * width);
+}
+
+#endif  // HWY_TARGET != HWY_SCALAR
+
+#if HWY_MAX_BYTES >= 32
+// Rows i0..i0+7, depth p0..p0+7.
+HWY_INLINE void Block8(const float* src, int64_t ld, int64_t p0, int width, float* dst) {
+  const hn::FixedTag<float, 8> d;
+  using V = hn::Vec<decltype(d)>;
+  V r[8];
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; ++j) r[j] = hn::LoadU(d, src + j * ld + p0);
+  // Within 128-bit blocks: pairs of rows, then quads of rows.
+  V t[8];
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    t[2 * j] = hn::InterleaveLower(d, r[2 * j], r[2 * j + 1]);
+    t[2 * j + 1] = hn::InterleaveUpper(d, r[2 * j], r[2 * j + 1]);
+  }
+  // u[4h + q]: rows 4h..4h+3 at depth q (low block) and q + 4 (high block).
+  V u[8];
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    u[4 * h + 0] = InterleaveLowerPairs(d, t[4 * h + 0], t[4 * h + 2]);
+    u[4 * h + 1] = InterleaveUpperPairs(d, t[4 * h + 0], t[4 * h + 2]);
+    u[4 * h + 2] = InterleaveLowerPairs(d, t[4 * h + 1], t[4 * h + 3]);
+    u[4 * h + 3] = InterleaveUpperPairs(d, t[4 * h + 1], t[4 * h + 3]);
+  }
+  float* out = dst + p0 * width;
+#pragma GCC unroll 4
+  for (int q = 0; q < 4; ++q) {
+    hn::StoreU(hn::ConcatLowerLower(d, u[4 + q], u[q]), d, out + q * width);
+    hn::StoreU(hn::ConcatUpperUpper(d, u[4 + q], u[q]), d, out + (q + 4) * width);
+  }
+}
+#endif
+
+void InterleaveRows(const float* src, int64_t ld, int rows, int64_t depth, int width,
+                    float* dst) {
+#if HWY_MAX_BYTES >= 32
+  constexpr int kBlock = 8;
+#elif HWY_TARGET != HWY_SCALAR
+  constexpr int kBlock = 4;
+#else
+  constexpr int kBlock = 1;
+#endif
+  const int64_t depth_blocked = depth / kBlock * kBlock;
+  // Depth outer, rows inner: each step reads one short run of every row (all
+  // row streams in flight at once) and writes kBlock contiguous panel lines.
+  for (int64_t p = 0; p < depth_blocked; p += kBlock) {
+    int i = 0;
+#if HWY_MAX_BYTES >= 32
+    for (; i + 8 <= rows; i += 8) Block8(src + i * ld, ld, p, width, dst + i);
+    for (; i + 4 <= rows; i += 4) {
+      Block4(src + i * ld, ld, p, width, dst + i);
+      Block4(src + i * ld, ld, p + 4, width, dst + i);
+    }
+#elif HWY_TARGET != HWY_SCALAR
+    for (; i + 4 <= rows; i += 4) Block4(src + i * ld, ld, p, width, dst + i);
+#endif
+    for (; i < rows; ++i) {
+      for (int64_t q = p; q < p + kBlock; ++q) dst[q * width + i] = src[i * ld + q];
+    }
+  }
+  for (int64_t p = depth_blocked; p < depth; ++p) {
+    for (int i = 0; i < rows; ++i) dst[p * width + i] = src[i * ld + p];
+  }
+  if (rows < width) {
+    for (int64_t p = 0; p < depth; ++p) {
+      for (int i = rows; i < width; ++i) dst[p * width + i] = 0.0f;
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace raggemm::kernels
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace raggemm::kernels {
+
+HWY_EXPORT(InterleaveRows);
+
+void interleave_rows(const float* src, int64_t ld, int rows, int64_t depth, int width,
+                     float* dst) {
+  HWY_DYNAMIC_DISPATCH(InterleaveRows)(src, ld, rows, depth, width, dst);
+}
+
+}  // namespace raggemm::kernels
+#endif  // HWY_ONCE

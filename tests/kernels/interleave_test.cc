@@ -1,0 +1,54 @@
+// interleave_rows against its definition, on every runnable Highway target:
+// every row count from 0 to the panel width (the 8x8, 4x4 and element paths
+// and the zero padding), depths around the block sizes, a row stride wider
+// than the depth, and the panel widths the microkernels use.
+#include "kernels/interleave.h"
+
+#include <gtest/gtest.h>
+#include <hwy/targets.h>
+
+#include <vector>
+
+#include "kernels/microkernel.h"
+
+namespace raggemm::kernels {
+namespace {
+
+void check_all_shapes() {
+  for (int width : {6, 8, 12, 16, 32}) {
+    for (int rows = 0; rows <= width; ++rows) {
+      for (int64_t depth : {0, 1, 3, 4, 7, 8, 9, 16, 21}) {
+        const int64_t ld = depth + 5;
+        std::vector<float> src(static_cast<size_t>(rows * ld + 1));
+        for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i) + 0.5f;
+        std::vector<float> dst(static_cast<size_t>(depth * width), -1.0f);
+        interleave_rows(src.data(), ld, rows, depth, width, dst.data());
+        for (int64_t p = 0; p < depth; ++p) {
+          for (int i = 0; i < width; ++i) {
+            const float want = i < rows ? src[static_cast<size_t>(i * ld + p)] : 0.0f;
+            ASSERT_EQ(dst[static_cast<size_t>(p * width + i)], want)
+                << "width " << width << " rows " << rows << " depth " << depth << " at p " << p
+                << " i " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(InterleaveRows, MatchesDefinitionOnEveryTarget) {
+  const int64_t targets = microkernel_targets();
+  int tested = 0;
+  for (int64_t bit = 1; bit != 0 && bit <= targets; bit <<= 1) {
+    if (!(targets & bit)) continue;
+    hwy::SetSupportedTargetsForTest(bit);
+    SCOPED_TRACE(target_name(bit));
+    check_all_shapes();
+    ++tested;
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  EXPECT_GE(tested, 2);
+}
+
+}  // namespace
+}  // namespace raggemm::kernels
