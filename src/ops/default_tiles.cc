@@ -2,19 +2,30 @@
 
 #include <algorithm>
 
+#include "tune/heuristic.h"
+
 namespace raggemm::ops {
 
 Tiles fill_default_tiles(Tiles requested, OpKind op, int64_t m, int64_t k, int64_t n,
-                         int64_t groups) {
-  (void)groups;
-  (void)op;
-  // Measured on this machine's AVX-512 microkernel (12 x 32): a 256-deep
-  // k-slice keeps the B micro-panel (32 KiB) in L1; a 192 x 256 A block and a
-  // 256 x 256 B block share the 1 MiB L2.
+                         const std::vector<int64_t>& starts, int64_t group_offset,
+                         int64_t local_groups, int threads) {
+  if (requested.m > 0 && requested.k > 0 && requested.n > 0) return requested;
+  GmmShape shape;
+  shape.pass = op == OpKind::kGmm ? Pass::kForward : Pass::kGradRhs;
+  // GmmShape is in op terms: tgmm's tokens are its m, its K its k.
+  shape.m = op == OpKind::kGmm ? m : k;
+  shape.k = op == OpKind::kGmm ? k : m;
+  shape.n = n;
+  shape.groups = local_groups;
+  for (int64_t g = 0; g < local_groups; ++g) {
+    shape.group_sizes.push_back(
+        static_cast<int32_t>(starts[group_offset + g + 1] - starts[group_offset + g]));
+  }
+  const Tiles heuristic = tune::heuristic(shape, tune::this_machine(std::max(1, threads))).tiles;
   Tiles t = requested;
-  if (t.m == 0) t.m = 192;
-  if (t.k == 0) t.k = 256;
-  if (t.n == 0) t.n = 256;
+  if (t.m == 0) t.m = heuristic.m;
+  if (t.k == 0) t.k = heuristic.k;
+  if (t.n == 0) t.n = heuristic.n;
   // Never larger than the dims (at least 1): no workspace for nothing.
   t.m = std::max<int64_t>(1, std::min(t.m, std::max<int64_t>(m, 1)));
   t.k = std::max<int64_t>(1, std::min(t.k, std::max<int64_t>(k, 1)));

@@ -1,7 +1,9 @@
-// Tiles an op uses for fields the caller left at 0.
+// Tiles an op uses when the caller left them unset: the tune heuristic
+// (src/tune/heuristic.cc, docs/tiling.md) on the call's own group sizes.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "raggemm/gmm.h"
 
@@ -9,9 +11,13 @@ namespace raggemm::ops {
 
 enum class OpKind { kGmm, kTgmm };
 
-// Fills the unset (zero) fields of `requested`. Depends only on the problem
-// shape (never on the thread count), so results stay thread-independent.
+// Fills the unset (zero) fields of `requested` for a problem in kernel terms
+// (gmm: m rows, k contracted, n output columns; tgmm: m = K, k = tokens,
+// n = N) whose local groups are rows starts[offset + g] .. starts[offset + g
+// + 1]. The thread count may change only the n tile, which never changes a
+// value, so results stay independent of the thread count.
 Tiles fill_default_tiles(Tiles requested, OpKind op, int64_t m, int64_t k, int64_t n,
-                         int64_t groups);
+                         const std::vector<int64_t>& starts, int64_t group_offset,
+                         int64_t local_groups, int threads);
 
 }  // namespace raggemm::ops

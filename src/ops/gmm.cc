@@ -120,9 +120,10 @@ void gmm_into(const TensorView& lhs, const TensorView& rhs, const TensorView& gr
   p.epilogue.row_scale = o.row_scale ? o.row_scale->as<const float>() : nullptr;
 
   kernels::Schedule schedule;
-  schedule.tiles = ops::fill_default_tiles(o.tiles, ops::OpKind::kGmm, s.m, s.k, s.out_cols,
-                                           s.local_groups);
   schedule.threads = resolve_threads(o.threads);
+  schedule.tiles = ops::fill_default_tiles(o.tiles, ops::OpKind::kGmm, s.m, s.k, s.out_cols,
+                                           s.starts, o.group_offset, s.local_groups,
+                                           schedule.threads);
   schedule.input_buffer_count = o.input_buffer_count;
   if (o.kernel == KernelVersion::kV1) {
     kernels::gmm_v1(p, schedule);
@@ -162,9 +163,9 @@ void tgmm_into(const TensorView& lhs, const TensorView& dout, const TensorView& 
 
   kernels::Schedule schedule;
   // Kernel terms: m tiles K, k tiles the tokens, n tiles N.
-  schedule.tiles = ops::fill_default_tiles(o.tiles, ops::OpKind::kTgmm, s.k, s.m, s.n,
-                                           s.local_groups);
   schedule.threads = resolve_threads(o.threads);
+  schedule.tiles = ops::fill_default_tiles(o.tiles, ops::OpKind::kTgmm, s.k, s.m, s.n, s.starts,
+                                           o.group_offset, s.local_groups, schedule.threads);
   schedule.input_buffer_count = o.input_buffer_count;
   if (o.kernel == KernelVersion::kV1) {
     kernels::tgmm_v1(p, schedule);

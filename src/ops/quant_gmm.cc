@@ -79,8 +79,11 @@ std::string kernel_setting(KernelVersion kernel) { return kernel_name(kernel); }
 // block divides (or one tile covering all of k). Unset tile k is rounded up
 // to a multiple of the block. Returns the tiles to run.
 Tiles resolve_tiles(const Tiles& requested, ops::OpKind op, int64_t m, int64_t k, int64_t n,
-                    int64_t groups, int64_t k_block, const std::string& block_setting) {
-  Tiles tiles = ops::fill_default_tiles(requested, op, m, k, n, groups);
+                    const std::vector<int64_t>& starts, int64_t group_offset,
+                    int64_t local_groups, int threads, int64_t k_block,
+                    const std::string& block_setting) {
+  Tiles tiles = ops::fill_default_tiles(requested, op, m, k, n, starts, group_offset,
+                                        local_groups, threads);
   if (k_block <= 0 || tiles.k >= k || tiles.k % k_block == 0) return tiles;
   if (requested.k != 0) {
     fail("tiles",
@@ -206,7 +209,8 @@ QuantizedGmmOperands prepare_quantized_gmm(const TensorView& lhs, const Quantize
   const PassShape s = check_gmm_pass(lhs, weight, group_sizes, options, quant);
   std::string setting;
   const int64_t block = contracted_block(weight, options, quant, &setting);
-  resolve_tiles(options.tiles, ops::OpKind::kGmm, s.m, s.k, s.out_cols, s.local_groups, block,
+  resolve_tiles(options.tiles, ops::OpKind::kGmm, s.m, s.k, s.out_cols, s.starts,
+                options.group_offset, s.local_groups, resolve_threads(options.threads), block,
                 setting);
   QuantizedGmmOperands operands;
   operands.rhs = weight;
@@ -251,9 +255,9 @@ Tensor run_quantized_gmm(const QuantizedGmmOperands& operands, const TensorView&
   std::string setting;
   const int64_t block = contracted_block(weight, o, quant, &setting);
   kernels::Schedule schedule;
-  schedule.tiles = resolve_tiles(o.tiles, ops::OpKind::kGmm, s.m, s.k, s.out_cols, s.local_groups,
-                                 block, setting);
   schedule.threads = resolve_threads(o.threads);
+  schedule.tiles = resolve_tiles(o.tiles, ops::OpKind::kGmm, s.m, s.k, s.out_cols, s.starts,
+                                 o.group_offset, s.local_groups, schedule.threads, block, setting);
   schedule.input_buffer_count = o.input_buffer_count;
   Tensor out(DType::kF32, {s.m, s.out_cols});
 
@@ -396,9 +400,9 @@ Tensor run_quantized_tgmm(const QuantizedTgmmOperands& operands, const TensorVie
   Tensor out(DType::kF32, {s.local_groups, s.k, s.n});
   p.out = out.as<float>();
   kernels::Schedule schedule;
-  schedule.tiles =
-      ops::fill_default_tiles(o.tiles, ops::OpKind::kTgmm, s.k, s.m, s.n, s.local_groups);
   schedule.threads = resolve_threads(o.threads);
+  schedule.tiles = ops::fill_default_tiles(o.tiles, ops::OpKind::kTgmm, s.k, s.m, s.n, s.starts,
+                                           o.group_offset, s.local_groups, schedule.threads);
   schedule.input_buffer_count = o.input_buffer_count;
   if (o.kernel == KernelVersion::kV1) {
     kernels::tgmm_v1(p, schedule);

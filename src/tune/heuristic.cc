@@ -11,26 +11,36 @@ namespace raggemm::tune {
 namespace {
 
 constexpr int64_t kFloatBytes = 4;  // packed panels are f32 whatever the storage
-// Share of L1 for one A micro-panel (MR x kc) plus one B micro-panel (kc x NR):
-// the B micro-panel stays resident while A micro-panels stream through.
-constexpr double kL1Share = 1.0;
-// Share of L2 for the packed A block (m x kc), and for the packed B block
-// (kc x n); together they leave room for the C rows being updated.
-constexpr double kL2ShareA = 0.25;
-constexpr double kL2ShareB = 0.25;
+// The rules follow the loops of the drivers (docs/kernels.md): the macro
+// kernel keeps one kc x NR B micro-panel while MR x kc A micro-panels stream
+// through, so the A micro-panel (with its neighbour) stays in L1:
+// MR * kc <= half of L1. A long kc is cheap (the microkernel streams B from
+// L2 at a fraction of its bandwidth) and amortizes the C tile's load and
+// store, so kc takes all of that; the B micro-panel, at most kL2ShareBPanel
+// of L2, is the second bound. Measured at M = 4096, K = N = 1024, 2 threads
+// (December 2026, Zen 5): k = 512 or 1024 ran 2-15% faster than k = 256.
+constexpr double kL1ShareA = 0.5;
+constexpr double kL2ShareBPanel = 0.125;
+// The packed A block (m x kc) is re-read from L2 for every B micro-panel, so
+// it takes 40% of L2 and leaves the rest to the B micro-panel and the C rows.
+constexpr double kL2ShareA = 0.4;
+// The packed B block (kc x n) is read from L3 once per m-tile; each thread
+// holds one, so n takes up to half of L3 divided among the threads. Since
+// every n-tile re-packs the item's A block, the widest n wins: on the shapes
+// of the benchmark table n = N beat n = 256 by 1.1-1.3x for gmm and dlhs.
+constexpr double kL3ShareB = 0.5;
 // tgmm contracts a group's few tokens (kc is at most a group's rows), so
 // its packed blocks are thin and every item re-packs a transposed lhs block
 // and a dout block for one short contraction: packing costs (1/m + 1/n) of
-// the compute, so m and n grow until each block alone fills L2 (measured at
-// M = 4096, K = N = 1024: m = 1032, n = 1024 beat m = 348, n = 512 by 1.5x;
-// the tuner picks whole-K, whole-N tiles on most tgmm shapes here).
+// the compute, so m grows until the A block alone fills L2 (measured at
+// M = 4096, K = N = 1024: m = 1032, n = 1024 beat m = 348, n = 512 by 1.5x).
 constexpr double kL2ShareTgmm = 1.0;
 // v1 is kept while it recomputes at most this fraction of rows on tiles
 // straddling group boundaries; beyond it the group-aligned v2 is cheaper.
 constexpr double kMaxV1Waste = 0.02;
-constexpr int64_t kKAlign = 16;
+constexpr int64_t kKAlign = 16;  // one 64-byte line of f32 per k step of a panel row
 // Groups up to this quantile of the sizes fit one ragged-axis tile in v2.
-constexpr double kGroupQuantile = 0.9;  // one 64-byte line of f32 per k step of a panel row
+constexpr double kGroupQuantile = 0.9;
 
 int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 int64_t round_down(int64_t value, int64_t multiple) { return value / multiple * multiple; }
@@ -105,13 +115,13 @@ std::pair<int64_t, KernelVersion> ragged_tile(const std::vector<int64_t>& sizes,
 
 }  // namespace
 
-MachineModel this_machine() {
+MachineModel this_machine(int threads) {
   MachineModel machine;
   machine.caches = cache_sizes();
   const kernels::Microkernel uk = kernels::select_microkernel();
   machine.mr = uk.mr;
   machine.nr = uk.nr;
-  machine.threads = std::max(1, omp_get_max_threads());
+  machine.threads = threads > 0 ? threads : std::max(1, omp_get_max_threads());
   return machine;
 }
 
@@ -151,11 +161,13 @@ ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine)
   const Tiles extents = kernel_extents(shape);
   const std::vector<int64_t> sizes = representative_group_sizes(shape);
 
-  // k: an MR x kc A micro-panel plus a kc x NR B micro-panel fill L1's share.
-  const auto l1_bytes = static_cast<int64_t>(kL1Share * static_cast<double>(machine.caches.l1d));
-  const int64_t kc_limit = std::max(kKAlign, round_down(l1_bytes / ((mr + nr) * kFloatBytes), kKAlign));
-  const auto l2_a = static_cast<int64_t>(kL2ShareA * static_cast<double>(machine.caches.l2));
-  const auto l2_b = static_cast<int64_t>(kL2ShareB * static_cast<double>(machine.caches.l2));
+  // k: the MR x kc A micro-panel within L1's share, the kc x NR B
+  // micro-panel within its share of L2.
+  const auto a_panel_bytes = static_cast<int64_t>(kL1ShareA * static_cast<double>(machine.caches.l1d));
+  const auto b_panel_bytes = static_cast<int64_t>(kL2ShareBPanel * static_cast<double>(machine.caches.l2));
+  const int64_t kc_limit = std::max(
+      kKAlign, round_down(std::min(a_panel_bytes / (mr * kFloatBytes), b_panel_bytes / (nr * kFloatBytes)),
+                          kKAlign));
 
   ResolvedPassConfig config;
   config.input_buffer_count = 1;
@@ -163,6 +175,7 @@ ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine)
   if (shape.pass != Pass::kGradRhs) {
     config.tiles.k = balanced_tile(extents.k, kc_limit, kKAlign);
     // m: the packed A block (m x kc) fits L2's share; the ragged axis.
+    const auto l2_a = static_cast<int64_t>(kL2ShareA * static_cast<double>(machine.caches.l2));
     const int64_t m_limit = std::max(mr, round_down(l2_a / (config.tiles.k * kFloatBytes), mr));
     auto [m_tile, kernel] = ragged_tile(sizes, m_limit, mr);
     config.tiles.m = m_tile;
@@ -176,12 +189,10 @@ ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine)
     const int64_t m_limit = std::max(mr, round_up(l2_tgmm / (config.tiles.k * kFloatBytes), mr));
     config.tiles.m = balanced_tile(extents.m, m_limit, mr);
   }
-  // n: the packed B block (kc x n) fits L2's share, so it is read from L2
-  // by every A micro-panel of the m tile.
-  const int64_t l2_for_b = shape.pass == Pass::kGradRhs
-                               ? static_cast<int64_t>(kL2ShareTgmm * static_cast<double>(machine.caches.l2))
-                               : l2_b;
-  const int64_t n_limit = std::max(nr, round_down(l2_for_b / (config.tiles.k * kFloatBytes), nr));
+  // n: the packed B block (kc x n) within each thread's share of L3.
+  const auto l3_b = static_cast<int64_t>(kL3ShareB * static_cast<double>(machine.caches.l3) /
+                                         std::max(1, machine.threads));
+  const int64_t n_limit = std::max(nr, round_down(l3_b / (config.tiles.k * kFloatBytes), nr));
   config.tiles.n = balanced_tile(extents.n, n_limit, nr);
 
   // Enough work items for the threads: the drivers spread (group, m-tile,

@@ -19,8 +19,9 @@ struct MachineModel {
   int threads = 1;  // threads the ops will use
 };
 
-// This machine: detected caches, the dispatched microkernel, OpenMP's threads.
-MachineModel this_machine();
+// This machine: detected caches, the dispatched microkernel, and `threads`
+// (0: OpenMP's maximum).
+MachineModel this_machine(int threads = 0);
 
 // The group sizes to reason about: the shape's own, or `groups` balanced
 // groups of m / groups rows (remainder spread over the first ones).

@@ -65,11 +65,17 @@ TEST(Heuristic, TilesRespectTheCachesAndTheRegisterTile) {
       EXPECT_GT(t.k, 0);
       EXPECT_GT(t.n, 0);
       EXPECT_EQ(t.n % machine.nr, 0) << t.n;
-      // One A and one B micro-panel fit L1; the packed A and B blocks fit L2.
-      EXPECT_LE((machine.mr + machine.nr) * t.k * 4, machine.caches.l1d);
-      // (tgmm's blocks may each fill L2, up to one register-tile rounding.)
-      EXPECT_LE((t.m - (pass == Pass::kGradRhs ? machine.mr : 0)) * t.k * 4, machine.caches.l2);
-      EXPECT_LE(t.k * t.n * 4, machine.caches.l2);
+      // The A micro-panel fits half of L1 and the B micro-panel an eighth of
+      // L2; the packed A block fits 40% of L2 (tgmm's may fill L2, up to one
+      // register-tile rounding); each thread's packed B block half of L3.
+      EXPECT_LE(machine.mr * t.k * 4, machine.caches.l1d / 2);
+      EXPECT_LE(machine.nr * t.k * 4, machine.caches.l2 / 8);
+      if (pass == Pass::kGradRhs) {
+        EXPECT_LE((t.m - machine.mr) * t.k * 4, machine.caches.l2);
+      } else {
+        EXPECT_LE(t.m * t.k * 4, machine.caches.l2 * 4 / 10);
+      }
+      EXPECT_LE(t.k * t.n * 4 * machine.threads, machine.caches.l3 / 2);
       EXPECT_EQ(config.input_buffer_count, 1);
       for (PlanSource source : {config.source.m, config.source.k, config.source.n, config.source.kernel,
                                 config.source.buffers}) {
@@ -101,6 +107,21 @@ TEST(Heuristic, MTileFollowsTheGroupSizes) {
       heuristic(gmm_shape(Pass::kForward, 4096, 1024, 1024, skewed(8, 4096)), machine);
   EXPECT_LT(small.tiles.m, large.tiles.m);
   EXPECT_EQ(small.tiles.m % machine.mr, 0);
+}
+
+// The rules on this machine's numbers give the tiles measured best at the
+// benchmark shapes (docs/tiling.md): a 512-deep k, whole-N n, m = 192.
+TEST(Heuristic, ZenLikeMachineGetsTheMeasuredShapes) {
+  const MachineModel machine = zen_like();
+  const ResolvedPassConfig fwd =
+      heuristic(gmm_shape(Pass::kForward, 4096, 1024, 1024, skewed(8, 4096)), machine);
+  EXPECT_EQ(fwd.tiles.k, 512);
+  EXPECT_EQ(fwd.tiles.n, 1024);
+  EXPECT_EQ(fwd.tiles.m, 192);
+  const ResolvedPassConfig wide =
+      heuristic(gmm_shape(Pass::kForward, 4096, 2048, 768, skewed(8, 4096)), machine);
+  EXPECT_EQ(wide.tiles.k, 512);
+  EXPECT_EQ(wide.tiles.n, 768);
 }
 
 TEST(Heuristic, BiggerL1GivesLongerK) {
