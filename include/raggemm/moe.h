@@ -18,6 +18,13 @@
 // load-balancing loss, permute, the three passes of every expert weight,
 // shared experts. The layer is a template over the scalar type: float runs
 // the raggemm ops; double runs naive loops (the finite-difference oracle).
+//
+// Expert parallelism (docs/expert_parallelism.md): given a Communicator of
+// P > 1 ranks, the layer holds experts [rank * E/P, (rank + 1) * E/P) only
+// and exchanges rows with the other ranks, by all-to-all dispatch or, with
+// use_ring_of_experts, by all-gathering the tokens and reduce-scattering the
+// outputs. Forward and backward then see this rank's tokens only; each
+// backward yields this rank's share of the global batch's gradient.
 #pragma once
 
 #include <cstdint>
@@ -30,8 +37,9 @@
 #include "raggemm/tensor.h"
 
 namespace raggemm {
+class Communicator;
 class Profiler;
-}
+}  // namespace raggemm
 
 namespace raggemm::moe {
 
@@ -72,6 +80,9 @@ struct MoeConfig {
   bool use_tune_cache = false;
   MatmulBackend backend = MatmulBackend::kOps;
   int threads = 0;
+  // Expert parallelism only (P > 1): all-gather tokens and reduce-scatter
+  // outputs instead of the all-to-all dispatch.
+  bool use_ring_of_experts = false;
 };
 
 // Checks a config; an invalid combination throws Error naming the fields.
@@ -86,6 +97,10 @@ struct Param {
   std::vector<T> value;
   std::vector<T> grad;
   bool trainable = true;
+  // Expert parallelism: this rank's shard of an expert weight. Its gradient
+  // is complete on this rank (never all-reduced) and its checkpoint blob and
+  // optimizer state are this rank's alone.
+  bool expert_sharded = false;
 
   void reset(std::string param_name, Shape param_shape, bool is_trainable = true);
   int64_t size() const { return static_cast<int64_t>(value.size()); }
@@ -123,7 +138,10 @@ struct RoutingStats {
 template <class T>
 class MoeLayer {
  public:
-  MoeLayer(std::string name, const MoeConfig& config, Profiler* profiler = nullptr);
+  // comm: null or one rank = every expert here; P > 1 ranks = expert
+  // parallelism (num_experts must be divisible by P). Not owned.
+  MoeLayer(std::string name, const MoeConfig& config, Profiler* profiler = nullptr,
+           Communicator* comm = nullptr);
   ~MoeLayer();
   MoeLayer(MoeLayer&&) noexcept;
 
@@ -135,7 +153,7 @@ class MoeLayer {
   // load-balancing term, weight config.router.load_balance_loss_weight) and
   // adds the input gradient into dx.
   void backward(const T* dout, T* dx);
-  // Of the last forward.
+  // Of the last forward (under expert parallelism: of the global batch).
   const RoutingStats& routing() const;
   // Aux-loss-free balancing: bias[e] += rate * sign(mean load - load[e]).
   void update_selection_bias(double rate);

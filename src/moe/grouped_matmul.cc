@@ -19,6 +19,16 @@ std::vector<int64_t> row_starts(const GroupedProblem& problem) {
   return starts;
 }
 
+// The weight group of row i (an index into w), or -1 for a row no local
+// group covers.
+int64_t weight_group_of(const GroupedProblem& p, const std::vector<int64_t>& starts, int64_t i) {
+  const int64_t first = p.group_offset, last = first + p.weight_groups();
+  if (i < starts[first] || i >= starts[last]) return -1;
+  int64_t g = first;
+  while (starts[g + 1] <= i) ++g;
+  return g - first;
+}
+
 double pass_flops(const GroupedProblem& problem) {
   return 2.0 * static_cast<double>(covered_rows(problem)) * static_cast<double>(problem.k) *
          static_cast<double>(problem.n);
@@ -30,19 +40,17 @@ double pass_flops(const GroupedProblem& problem) {
 template <class T>
 void naive_forward(const GroupedProblem& p, const T* x, const T* w, T* out, bool parallel = true) {
   const std::vector<int64_t> starts = row_starts(p);
-  const int64_t covered = starts.back();
 #pragma omp parallel if (parallel)
   {
     std::vector<double> acc(static_cast<size_t>(p.n));
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < p.m; ++i) {
       T* out_row = out + i * p.n;
-      if (i >= covered) {
+      const int64_t g = weight_group_of(p, starts, i);
+      if (g < 0) {
         for (int64_t j = 0; j < p.n; ++j) out_row[j] = T(0);
         continue;
       }
-      int64_t g = 0;
-      while (starts[g + 1] <= i) ++g;
       const T* wg = w + g * p.k * p.n;
       std::fill(acc.begin(), acc.end(), 0.0);
       for (int64_t kk = 0; kk < p.k; ++kk) {
@@ -58,16 +66,14 @@ void naive_forward(const GroupedProblem& p, const T* x, const T* w, T* out, bool
 template <class T>
 void naive_grad_lhs(const GroupedProblem& p, const T* dy, const T* w, T* dx, bool parallel = true) {
   const std::vector<int64_t> starts = row_starts(p);
-  const int64_t covered = starts.back();
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t i = 0; i < p.m; ++i) {
     T* dx_row = dx + i * p.k;
-    if (i >= covered) {
+    const int64_t g = weight_group_of(p, starts, i);
+    if (g < 0) {
       for (int64_t kk = 0; kk < p.k; ++kk) dx_row[kk] = T(0);
       continue;
     }
-    int64_t g = 0;
-    while (starts[g + 1] <= i) ++g;
     const T* wg = w + g * p.k * p.n;
     const T* dy_row = dy + i * p.n;
     for (int64_t kk = 0; kk < p.k; ++kk) {
@@ -88,10 +94,11 @@ void naive_grad_rhs(const GroupedProblem& p, const T* x, const T* dy, T* dw, boo
   {
     std::vector<double> acc(static_cast<size_t>(p.n));
 #pragma omp for schedule(static) collapse(2)
-    for (int64_t g = 0; g < p.groups; ++g) {
+    for (int64_t g = 0; g < p.weight_groups(); ++g) {
       for (int64_t kk = 0; kk < p.k; ++kk) {
         std::fill(acc.begin(), acc.end(), 0.0);
-        for (int64_t i = starts[g]; i < starts[g + 1]; ++i) {
+        const int64_t global = g + p.group_offset;
+        for (int64_t i = starts[global]; i < starts[global + 1]; ++i) {
           const double a = static_cast<double>(x[i * p.k + kk]);
           const T* dy_row = dy + i * p.n;
           for (int64_t j = 0; j < p.n; ++j) acc[j] += a * static_cast<double>(dy_row[j]);
@@ -139,10 +146,12 @@ void ops_gmm(const MatmulContext& context, const ResolvedPassConfig& config, Pas
   options.transpose_rhs = pass == Pass::kGradLhs;
   options.threads = context.threads;
   options.fuse_swiglu = swiglu;
+  options.group_offset = p.group_offset;
+  options.local_groups = p.local_groups;
   const int64_t out_cols = pass == Pass::kGradLhs ? p.k : (swiglu ? p.n / 2 : p.n);
   if (!context.quantization.empty()) {
     const TensorView lhs_view(DType::kF32, Shape{p.m, lhs_cols}, lhs);
-    const TensorView w_view(DType::kF32, Shape{p.groups, p.k, p.n}, w);
+    const TensorView w_view(DType::kF32, Shape{p.weight_groups(), p.k, p.n}, w);
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
     copy_out(quantized_gmm(lhs_view, w_view, sizes, options, quant_options(context)), out);
     return;
@@ -152,7 +161,7 @@ void ops_gmm(const MatmulContext& context, const ResolvedPassConfig& config, Pas
   {
     auto cast_scope = profile(context.profiler, "cast_bf16", OpKind::kGlue);
     lhs_view = as_dtype(lhs, Shape{p.m, lhs_cols}, context.dtype, lhs_storage);
-    w_view = as_dtype(w, Shape{p.groups, p.k, p.n}, context.dtype, w_storage);
+    w_view = as_dtype(w, Shape{p.weight_groups(), p.k, p.n}, context.dtype, w_storage);
   }
   auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
   gmm_into(lhs_view, w_view, sizes, TensorView(DType::kF32, Shape{p.m, out_cols}, out), options);
@@ -173,7 +182,9 @@ bool worth_parallel(const GroupedProblem& p) { return pass_flops(p) >= 1e6; }
 
 int64_t covered_rows(const GroupedProblem& problem) {
   int64_t rows = 0;
-  for (int64_t g = 0; g < problem.groups; ++g) rows += problem.group_sizes[g];
+  for (int64_t g = 0; g < problem.weight_groups(); ++g) {
+    rows += problem.group_sizes[problem.group_offset + g];
+  }
   return rows;
 }
 
@@ -237,7 +248,9 @@ void grouped_grad_rhs<float>(const MatmulContext& context, const ResolvedPassCon
   const TensorView sizes(DType::kI32, Shape{p.groups}, p.group_sizes);
   TgmmOptions options = tgmm_options(config);
   options.threads = context.threads;
-  const TensorView out(DType::kF32, Shape{p.groups, p.k, p.n}, dw);
+  options.group_offset = p.group_offset;
+  options.local_groups = p.local_groups;
+  const TensorView out(DType::kF32, Shape{p.weight_groups(), p.k, p.n}, dw);
   if (!context.quantization.empty()) {
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
     copy_out(quantized_tgmm(TensorView(DType::kF32, Shape{p.m, p.k}, x),

@@ -37,6 +37,13 @@ struct GroupedProblem {
   int64_t m = 0;  // rows of x / dy
   int64_t k = 0;  // rows of each w[g]
   int64_t n = 0;  // columns of each w[g]
+  // Local experts (ring of experts): w holds groups [group_offset,
+  // group_offset + local_groups) only; rows of other groups come out zero
+  // and dw is [local_groups, K, N]. -1: w holds every group.
+  int64_t group_offset = 0;
+  int64_t local_groups = -1;
+
+  int64_t weight_groups() const { return local_groups < 0 ? groups : local_groups; }
 };
 
 template <class T>
@@ -58,7 +65,7 @@ void grouped_forward_swiglu(const MatmulContext& context, const ResolvedPassConf
                             const char* name, const GroupedProblem& problem, const float* x,
                             const float* w, float* out);
 
-// The rows the groups cover: sum of group sizes.
+// The rows the local groups cover (all groups when local_groups = -1).
 int64_t covered_rows(const GroupedProblem& problem);
 
 }  // namespace raggemm::moe

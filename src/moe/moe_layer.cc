@@ -1,16 +1,13 @@
 // The MoE layer: router -> permute -> experts (grouped matmuls) -> unpermute,
-// plus shared experts; and the backward of all of it.
+// plus shared experts; and the backward of all of it. The exchanges of
+// expert parallelism live in moe_layer_parallel.cc.
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
-#include "moe/dense.h"
-#include "moe/grouped_matmul.h"
-#include "moe/permute.h"
-#include "moe/plans.h"
-#include "moe/router.h"
+#include "moe/moe_layer_impl.h"
 #include "moe/swiglu.h"
 #include "raggemm/error.h"
-#include "raggemm/moe.h"
 #include "raggemm/profiler.h"
 
 namespace raggemm::moe {
@@ -22,77 +19,180 @@ void add_into(const std::vector<T>& source, T* target) {
   for (int64_t i = 0; i < count; ++i) target[i] += source[i];
 }
 
+ExpertShard make_shard(const MoeConfig& config, Communicator* comm) {
+  ExpertShard shard;
+  shard.rank = comm_rank(comm);
+  shard.ranks = comm_size(comm);
+  shard.num_experts = config.router.num_experts;
+  require(shard.num_experts % shard.ranks == 0, "num_experts", shard.num_experts,
+          "must be divisible by the " + std::to_string(shard.ranks) +
+              " ranks of expert parallelism (ici_expert_parallelism)");
+  shard.local_experts = shard.num_experts / shard.ranks;
+  return shard;
+}
+
+// Expert weights start as the matching slice of the full [E, ...] tensor a
+// single process would draw, so every P starts from the same model.
+template <class T>
+void init_expert_shard(Param<T>& param, const ExpertShard& shard, uint64_t seed, double stddev) {
+  if (shard.ranks == 1) return init_normal(param, seed, stddev);
+  Param<T> full;
+  Shape shape = param.shape;
+  shape[0] = shard.num_experts;
+  full.reset(param.name, shape);
+  init_normal(full, seed, stddev);
+  const int64_t per_expert = param.size() / shard.local_experts;
+  std::copy_n(full.value.begin() + shard.first_expert() * per_expert, param.size(),
+              param.value.begin());
+}
+
 }  // namespace
 
 template <class T>
-struct MoeLayer<T>::Impl {
-  Impl(std::string prefix, const MoeConfig& config_, Profiler* profiler_)
-      : config(config_),
-        profiler(profiler_),
-        experts(expert_context(config_, profiler_)),
-        router(config_, dense_context(config_, profiler_, DType::kF32), config_.embed_dim,
-               config_.router.num_experts, {"router/fwd", "router/dlhs", "router/drhs"}) {
-    validate(config);
-    const int64_t e = config.router.num_experts, d = config.embed_dim, f = config.mlp_dim;
-    gate.reset(prefix + ".gate", {d, e});
-    bias.reset(prefix + ".selection_bias", {e}, /*is_trainable=*/false);
-    if (config.fused_gate_up) {
-      wi.reset(prefix + ".wi", {e, d, 2 * f});
-    } else {
-      wi_0.reset(prefix + ".wi_0", {e, d, f});
-      wi_1.reset(prefix + ".wi_1", {e, d, f});
-    }
-    wo.reset(prefix + ".wo", {e, f, d});
-    if (config.shared_experts > 0) {
-      shared.emplace(prefix + ".shared", d, config.shared_experts * f, config, profiler);
-    }
+MoeLayer<T>::Impl::Impl(std::string prefix, const MoeConfig& config_, Profiler* profiler_,
+                        Communicator* comm_)
+    : config(config_),
+      profiler(profiler_),
+      comm(comm_),
+      shard(make_shard(config_, comm_)),
+      experts(expert_context(config_, profiler_)),
+      router(config_, dense_context(config_, profiler_, DType::kF32), config_.embed_dim,
+             config_.router.num_experts, {"router/fwd", "router/dlhs", "router/drhs"}) {
+  validate(config);
+  if (shard.ranks > 1) exchange = config.use_ring_of_experts ? Exchange::kRing : Exchange::kAllToAll;
+  const int64_t e = config.router.num_experts, d = config.embed_dim, f = config.mlp_dim;
+  const int64_t local = shard.local_experts;
+  gate.reset(prefix + ".gate", {d, e});
+  bias.reset(prefix + ".selection_bias", {e}, /*is_trainable=*/false);
+  if (config.fused_gate_up) {
+    wi.reset(prefix + ".wi", {local, d, 2 * f});
+  } else {
+    wi_0.reset(prefix + ".wi_0", {local, d, f});
+    wi_1.reset(prefix + ".wi_1", {local, d, f});
   }
-
-  // The v2 fused SwiGLU output stage computes the activation without keeping
-  // gate|up, so backward recomputes them (one extra forward GMM).
-  bool fused_swiglu_forward() const {
-    if constexpr (!std::is_same_v<T, float>) return false;
-    return config.fused_gate_up && config.backend == MatmulBackend::kOps &&
-           config.quantization.empty() && wi_passes[0].kernel == KernelVersion::kV2;
+  wo.reset(prefix + ".wo", {local, f, d});
+  const bool sharded = shard.ranks > 1;
+  wi.expert_sharded = wi_0.expert_sharded = wi_1.expert_sharded = wo.expert_sharded = sharded;
+  if (config.shared_experts > 0) {
+    shared.emplace(prefix + ".shared", d, config.shared_experts * f, config, profiler);
   }
+}
 
-  void prepare(int64_t rows) {
-    if (rows == resolved_rows) return;
-    resolved_rows = rows;
-    const int64_t f = config.fused_gate_up ? 2 * config.mlp_dim : config.mlp_dim;
-    wi_passes = resolve_expert_passes(config, Weight::kWi, {rows, config.embed_dim, f});
-    wo_passes =
-        resolve_expert_passes(config, Weight::kWo, {rows, config.embed_dim, config.mlp_dim});
-  }
-
-  GroupedProblem problem(int64_t k, int64_t n) const {
-    return GroupedProblem{perm.group_sizes.data(), config.router.num_experts, perm.rows(), k, n};
-  }
-
-  MoeConfig config;
-  Profiler* profiler;
-  MatmulContext experts;
-  DenseMatmul<T> router;
-  Param<T> gate, bias, wi_0, wi_1, wi, wo;
-  std::optional<DenseMlp<T>> shared;
-  int64_t resolved_rows = -1;
-  PassConfigs wi_passes{}, wo_passes{};
-
-  // Kept from forward for backward.
-  const T* x = nullptr;
-  int64_t tokens = 0;
-  std::vector<T> logits, xs, h0, h1, h, act, y;
-  Routing<T> routing;
-  Permutation perm;
-  RoutingStats stats;
-  bool h_kept = false;
-  // Backward scratch.
-  std::vector<T> dy, dweights, dact, dh0, dh1, dh, dxs, dxs_part, dlogits, dx_part;
-};
+// The v2 fused SwiGLU output stage computes the activation without keeping
+// gate|up, so backward recomputes them (one extra forward GMM).
+template <class T>
+bool MoeLayer<T>::Impl::fused_swiglu_forward() const {
+  if constexpr (!std::is_same_v<T, float>) return false;
+  return config.fused_gate_up && config.backend == MatmulBackend::kOps &&
+         config.quantization.empty() && wi_passes[0].kernel == KernelVersion::kV2;
+}
 
 template <class T>
-MoeLayer<T>::MoeLayer(std::string name, const MoeConfig& config, Profiler* profiler)
-    : impl_(std::make_unique<Impl>(std::move(name), config, profiler)) {}
+void MoeLayer<T>::Impl::prepare(int64_t nominal_rows) {
+  if (nominal_rows == resolved_rows) return;
+  resolved_rows = nominal_rows;
+  const int64_t f = config.fused_gate_up ? 2 * config.mlp_dim : config.mlp_dim;
+  wi_passes = resolve_expert_passes(config, Weight::kWi, {nominal_rows, config.embed_dim, f});
+  wo_passes = resolve_expert_passes(config, Weight::kWo,
+                                    {nominal_rows, config.embed_dim, config.mlp_dim});
+}
+
+template <class T>
+void MoeLayer<T>::Impl::route_local() {
+  auto scope = profile(profiler, "moe/route", OpKind::kGlue);
+  route(config.router, logits.data(), tokens, config.router.selection_bias ? bias.value.data() : nullptr,
+        routing);
+  build_permutation(routing.experts.data(), tokens, config.router.top_k, config.router.num_experts,
+                    perm);
+}
+
+template <class T>
+void MoeLayer<T>::Impl::experts_forward(const T* x_rows, T* ys) {
+  const int64_t d = config.embed_dim, f = config.mlp_dim, m = rows.m;
+  const int64_t first = rows.begin, count = rows.end - rows.begin;
+  expert_xs = x_rows;
+  act.resize(static_cast<size_t>(m * f));
+  if (config.fused_gate_up) {
+    h_kept = !fused_swiglu_forward();
+    if (h_kept) {
+      h.resize(static_cast<size_t>(m * 2 * f));
+      grouped_forward<T>(experts, wi_passes[0], "moe/wi/fwd", problem(d, 2 * f), x_rows,
+                         wi.value.data(), h.data());
+      auto scope = profile(profiler, "moe/swiglu", OpKind::kGlue);
+      const T* h_first = h.data() + first * 2 * f;
+      swiglu_forward(h_first, h_first + f, count, f, 2 * f, act.data() + first * f);
+    } else if constexpr (std::is_same_v<T, float>) {
+      grouped_forward_swiglu(experts, wi_passes[0], "moe/wi/fwd_swiglu", problem(d, 2 * f), x_rows,
+                             wi.value.data(), act.data());
+    }
+  } else {
+    h0.resize(static_cast<size_t>(m * f));
+    h1.resize(static_cast<size_t>(m * f));
+    grouped_forward<T>(experts, wi_passes[0], "moe/wi_0/fwd", problem(d, f), x_rows,
+                       wi_0.value.data(), h0.data());
+    grouped_forward<T>(experts, wi_passes[0], "moe/wi_1/fwd", problem(d, f), x_rows,
+                       wi_1.value.data(), h1.data());
+    auto scope = profile(profiler, "moe/swiglu", OpKind::kGlue);
+    swiglu_forward(h0.data() + first * f, h1.data() + first * f, count, f, f,
+                   act.data() + first * f);
+  }
+  grouped_forward<T>(experts, wo_passes[0], "moe/wo/fwd", problem(f, d), act.data(),
+                     wo.value.data(), ys);
+}
+
+template <class T>
+void MoeLayer<T>::Impl::experts_backward(const T* dys, T* dx_rows) {
+  const int64_t d = config.embed_dim, f = config.mlp_dim, m = rows.m;
+  const int64_t first = rows.begin, count = rows.end - rows.begin;
+  grouped_grad_rhs<T>(experts, wo_passes[2], "moe/wo/drhs", problem(f, d), act.data(), dys,
+                      wo.grad.data());
+  dact.resize(static_cast<size_t>(m * f));
+  grouped_grad_lhs<T>(experts, wo_passes[1], "moe/wo/dlhs", problem(f, d), dys, wo.value.data(),
+                      dact.data());
+  if (config.fused_gate_up) {
+    if (!h_kept) {
+      h.resize(static_cast<size_t>(m * 2 * f));
+      grouped_forward<T>(experts, wi_passes[0], "moe/wi/fwd_remat", problem(d, 2 * f), expert_xs,
+                         wi.value.data(), h.data());
+    }
+    dh.resize(static_cast<size_t>(m * 2 * f));
+    {
+      auto scope = profile(profiler, "moe/swiglu_bwd", OpKind::kGlue);
+      const T* h_first = h.data() + first * 2 * f;
+      T* dh_first = dh.data() + first * 2 * f;
+      swiglu_backward(h_first, h_first + f, dact.data() + first * f, count, f, 2 * f, dh_first,
+                      dh_first + f);
+    }
+    grouped_grad_rhs<T>(experts, wi_passes[2], "moe/wi/drhs", problem(d, 2 * f), expert_xs,
+                        dh.data(), wi.grad.data());
+    grouped_grad_lhs<T>(experts, wi_passes[1], "moe/wi/dlhs", problem(d, 2 * f), dh.data(),
+                        wi.value.data(), dx_rows);
+  } else {
+    dh0.resize(static_cast<size_t>(m * f));
+    dh1.resize(static_cast<size_t>(m * f));
+    {
+      auto scope = profile(profiler, "moe/swiglu_bwd", OpKind::kGlue);
+      swiglu_backward(h0.data() + first * f, h1.data() + first * f, dact.data() + first * f,
+                      count, f, f, dh0.data() + first * f, dh1.data() + first * f);
+    }
+    grouped_grad_rhs<T>(experts, wi_passes[2], "moe/wi_0/drhs", problem(d, f), expert_xs,
+                        dh0.data(), wi_0.grad.data());
+    grouped_grad_rhs<T>(experts, wi_passes[2], "moe/wi_1/drhs", problem(d, f), expert_xs,
+                        dh1.data(), wi_1.grad.data());
+    grouped_grad_lhs<T>(experts, wi_passes[1], "moe/wi_0/dlhs", problem(d, f), dh0.data(),
+                        wi_0.value.data(), dx_rows);
+    dxs_part.resize(static_cast<size_t>(m * d));
+    grouped_grad_lhs<T>(experts, wi_passes[1], "moe/wi_1/dlhs", problem(d, f), dh1.data(),
+                        wi_1.value.data(), dxs_part.data());
+    auto scope = profile(profiler, "moe/add_dxs", OpKind::kGlue);
+    add_into(dxs_part, dx_rows);
+  }
+}
+
+template <class T>
+MoeLayer<T>::MoeLayer(std::string name, const MoeConfig& config, Profiler* profiler,
+                      Communicator* comm)
+    : impl_(std::make_unique<Impl>(std::move(name), config, profiler, comm)) {}
 template <class T>
 MoeLayer<T>::~MoeLayer() = default;
 template <class T>
@@ -109,12 +209,12 @@ void MoeLayer<T>::init(uint64_t seed) {
   const double in_scale = 1.0 / std::sqrt(static_cast<double>(m.config.embed_dim));
   init_normal(m.gate, seed, in_scale);
   if (m.config.fused_gate_up) {
-    init_normal(m.wi, seed, in_scale);
+    init_expert_shard(m.wi, m.shard, seed, in_scale);
   } else {
-    init_normal(m.wi_0, seed, in_scale);
-    init_normal(m.wi_1, seed, in_scale);
+    init_expert_shard(m.wi_0, m.shard, seed, in_scale);
+    init_expert_shard(m.wi_1, m.shard, seed, in_scale);
   }
-  init_normal(m.wo, seed, 1.0 / std::sqrt(static_cast<double>(m.config.mlp_dim)));
+  init_expert_shard(m.wo, m.shard, seed, 1.0 / std::sqrt(static_cast<double>(m.config.mlp_dim)));
   if (m.shared) m.shared->init(seed);
 }
 
@@ -123,54 +223,30 @@ void MoeLayer<T>::forward(const T* x, int64_t tokens, T* out) {
   Impl& m = *impl_;
   auto span = profile(m.profiler, "moe_layer/fwd", OpKind::kSpan);
   const MoeConfig& c = m.config;
-  const int64_t e = c.router.num_experts, d = c.embed_dim, f = c.mlp_dim, k = c.router.top_k;
-  const int64_t rows = tokens * k;
+  const int64_t e = c.router.num_experts, d = c.embed_dim;
+  const int64_t rows = tokens * c.router.top_k;
   m.x = x;
   m.tokens = tokens;
   m.prepare(rows);
 
   m.logits.resize(static_cast<size_t>(tokens * e));
   m.router.forward(x, tokens, m.gate.value.data(), m.logits.data());
-  {
-    auto scope = profile(m.profiler, "moe/route", OpKind::kGlue);
-    route(c.router, m.logits.data(), tokens,
-          c.router.selection_bias ? m.bias.value.data() : nullptr, m.routing);
-    build_permutation(m.routing.experts.data(), tokens, k, e, m.perm);
+  if (m.exchange == Exchange::kRing) {
+    m.forward_ring(out);
+  } else if (m.exchange == Exchange::kAllToAll) {
+    m.forward_all_to_all(out);
+  } else {
+    m.route_local();
     m.stats.group_sizes = m.perm.group_sizes;
     m.stats.load_balance_loss = m.routing.load_balance_loss;
-  }
-  {
-    auto scope = profile(m.profiler, "moe/permute", OpKind::kGlue);
-    m.xs.resize(static_cast<size_t>(rows * d));
-    gather_rows(m.perm, x, d, m.xs.data());
-  }
-  m.act.resize(static_cast<size_t>(rows * f));
-  if (c.fused_gate_up) {
-    m.h_kept = !m.fused_swiglu_forward();
-    if (m.h_kept) {
-      m.h.resize(static_cast<size_t>(rows * 2 * f));
-      grouped_forward<T>(m.experts, m.wi_passes[0], "moe/wi/fwd", m.problem(d, 2 * f), m.xs.data(),
-                         m.wi.value.data(), m.h.data());
-      auto scope = profile(m.profiler, "moe/swiglu", OpKind::kGlue);
-      swiglu_forward(m.h.data(), m.h.data() + f, rows, f, 2 * f, m.act.data());
-    } else if constexpr (std::is_same_v<T, float>) {
-      grouped_forward_swiglu(m.experts, m.wi_passes[0], "moe/wi/fwd_swiglu", m.problem(d, 2 * f),
-                             m.xs.data(), m.wi.value.data(), m.act.data());
+    {
+      auto scope = profile(m.profiler, "moe/permute", OpKind::kGlue);
+      m.xs.resize(static_cast<size_t>(rows * d));
+      gather_rows(m.perm, x, d, m.xs.data());
     }
-  } else {
-    m.h0.resize(static_cast<size_t>(rows * f));
-    m.h1.resize(static_cast<size_t>(rows * f));
-    grouped_forward<T>(m.experts, m.wi_passes[0], "moe/wi_0/fwd", m.problem(d, f), m.xs.data(),
-                       m.wi_0.value.data(), m.h0.data());
-    grouped_forward<T>(m.experts, m.wi_passes[0], "moe/wi_1/fwd", m.problem(d, f), m.xs.data(),
-                       m.wi_1.value.data(), m.h1.data());
-    auto scope = profile(m.profiler, "moe/swiglu", OpKind::kGlue);
-    swiglu_forward(m.h0.data(), m.h1.data(), rows, f, f, m.act.data());
-  }
-  m.y.resize(static_cast<size_t>(rows * d));
-  grouped_forward<T>(m.experts, m.wo_passes[0], "moe/wo/fwd", m.problem(f, d), m.act.data(),
-                     m.wo.value.data(), m.y.data());
-  {
+    m.rows = ExpertRows{m.perm.group_sizes.data(), e, rows, 0, -1, 0, rows};
+    m.y.resize(static_cast<size_t>(rows * d));
+    m.experts_forward(m.xs.data(), m.y.data());
     auto scope = profile(m.profiler, "moe/unpermute", OpKind::kGlue);
     combine_rows(m.perm, m.y.data(), m.routing.weights.data(), d, out);
   }
@@ -187,59 +263,23 @@ void MoeLayer<T>::backward(const T* dout, T* dx) {
   Impl& m = *impl_;
   auto span = profile(m.profiler, "moe_layer/bwd", OpKind::kSpan);
   const MoeConfig& c = m.config;
-  const int64_t e = c.router.num_experts, d = c.embed_dim, f = c.mlp_dim, k = c.router.top_k;
+  const int64_t e = c.router.num_experts, d = c.embed_dim, k = c.router.top_k;
   const int64_t tokens = m.tokens, rows = tokens * k;
 
-  m.dy.resize(static_cast<size_t>(rows * d));
-  m.dweights.resize(static_cast<size_t>(rows));
-  {
-    auto scope = profile(m.profiler, "moe/unpermute_bwd", OpKind::kGlue);
-    combine_rows_backward(m.perm, m.y.data(), m.routing.weights.data(), dout, d, m.dy.data(),
-                          m.dweights.data());
-  }
-  grouped_grad_rhs<T>(m.experts, m.wo_passes[2], "moe/wo/drhs", m.problem(f, d), m.act.data(),
-                      m.dy.data(), m.wo.grad.data());
-  m.dact.resize(static_cast<size_t>(rows * f));
-  grouped_grad_lhs<T>(m.experts, m.wo_passes[1], "moe/wo/dlhs", m.problem(f, d), m.dy.data(),
-                      m.wo.value.data(), m.dact.data());
-  m.dxs.resize(static_cast<size_t>(rows * d));
-  if (c.fused_gate_up) {
-    if (!m.h_kept) {
-      m.h.resize(static_cast<size_t>(rows * 2 * f));
-      grouped_forward<T>(m.experts, m.wi_passes[0], "moe/wi/fwd_remat", m.problem(d, 2 * f),
-                         m.xs.data(), m.wi.value.data(), m.h.data());
-    }
-    m.dh.resize(static_cast<size_t>(rows * 2 * f));
-    {
-      auto scope = profile(m.profiler, "moe/swiglu_bwd", OpKind::kGlue);
-      swiglu_backward(m.h.data(), m.h.data() + f, m.dact.data(), rows, f, 2 * f, m.dh.data(),
-                      m.dh.data() + f);
-    }
-    grouped_grad_rhs<T>(m.experts, m.wi_passes[2], "moe/wi/drhs", m.problem(d, 2 * f), m.xs.data(),
-                        m.dh.data(), m.wi.grad.data());
-    grouped_grad_lhs<T>(m.experts, m.wi_passes[1], "moe/wi/dlhs", m.problem(d, 2 * f), m.dh.data(),
-                        m.wi.value.data(), m.dxs.data());
+  if (m.exchange == Exchange::kRing) {
+    m.backward_ring(dout, dx);
+  } else if (m.exchange == Exchange::kAllToAll) {
+    m.backward_all_to_all(dout, dx);
   } else {
-    m.dh0.resize(static_cast<size_t>(rows * f));
-    m.dh1.resize(static_cast<size_t>(rows * f));
+    m.dy.resize(static_cast<size_t>(rows * d));
+    m.dweights.resize(static_cast<size_t>(rows));
     {
-      auto scope = profile(m.profiler, "moe/swiglu_bwd", OpKind::kGlue);
-      swiglu_backward(m.h0.data(), m.h1.data(), m.dact.data(), rows, f, f, m.dh0.data(),
-                      m.dh1.data());
+      auto scope = profile(m.profiler, "moe/unpermute_bwd", OpKind::kGlue);
+      combine_rows_backward(m.perm, m.y.data(), m.routing.weights.data(), dout, d, m.dy.data(),
+                            m.dweights.data());
     }
-    grouped_grad_rhs<T>(m.experts, m.wi_passes[2], "moe/wi_0/drhs", m.problem(d, f), m.xs.data(),
-                        m.dh0.data(), m.wi_0.grad.data());
-    grouped_grad_rhs<T>(m.experts, m.wi_passes[2], "moe/wi_1/drhs", m.problem(d, f), m.xs.data(),
-                        m.dh1.data(), m.wi_1.grad.data());
-    grouped_grad_lhs<T>(m.experts, m.wi_passes[1], "moe/wi_0/dlhs", m.problem(d, f), m.dh0.data(),
-                        m.wi_0.value.data(), m.dxs.data());
-    m.dxs_part.resize(static_cast<size_t>(rows * d));
-    grouped_grad_lhs<T>(m.experts, m.wi_passes[1], "moe/wi_1/dlhs", m.problem(d, f), m.dh1.data(),
-                        m.wi_1.value.data(), m.dxs_part.data());
-    auto scope = profile(m.profiler, "moe/add_dxs", OpKind::kGlue);
-    add_into(m.dxs_part, m.dxs.data());
-  }
-  {
+    m.dxs.resize(static_cast<size_t>(rows * d));
+    m.experts_backward(m.dy.data(), m.dxs.data());
     auto scope = profile(m.profiler, "moe/permute_bwd", OpKind::kGlue);
     scatter_add_rows(m.perm, m.dxs.data(), d, dx);
   }
@@ -267,13 +307,15 @@ const RoutingStats& MoeLayer<T>::routing() const {
 template <class T>
 void MoeLayer<T>::update_selection_bias(double rate) {
   Impl& m = *impl_;
-  if (!m.config.router.selection_bias || m.perm.group_sizes.empty()) return;
+  // The global batch's loads, so every rank moves its bias copy alike.
+  const std::vector<int32_t>& loads = m.stats.group_sizes;
+  if (!m.config.router.selection_bias || loads.empty()) return;
   const int64_t e = m.config.router.num_experts;
   double mean = 0;
-  for (int32_t size : m.perm.group_sizes) mean += size;
+  for (int32_t size : loads) mean += size;
   mean /= static_cast<double>(e);
   for (int64_t i = 0; i < e; ++i) {
-    const double load = m.perm.group_sizes[i];
+    const double load = loads[i];
     const double sign = load < mean ? 1.0 : (load > mean ? -1.0 : 0.0);
     m.bias.value[i] += static_cast<T>(rate * sign);
   }

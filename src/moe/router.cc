@@ -116,7 +116,7 @@ void route(const RouterConfig& config, const T* logits, int64_t tokens, const T*
   out.counts.assign(static_cast<size_t>(num_experts), 0);
   for (int32_t e : out.experts) ++out.counts[e];
   // Load-balancing loss (Switch Transformer): E * sum_e f_e * P_e.
-  std::vector<double> mean_prob(static_cast<size_t>(num_experts), 0.0);
+  out.prob_sum.assign(static_cast<size_t>(num_experts), 0.0);
   for (int64_t t = 0; t < tokens; ++t) {
     const T* s = out.scores.data() + t * num_experts;
     double norm = 1;
@@ -124,14 +124,23 @@ void route(const RouterConfig& config, const T* logits, int64_t tokens, const T*
       norm = 0;
       for (int64_t e = 0; e < num_experts; ++e) norm += s[e];
     }
-    for (int64_t e = 0; e < num_experts; ++e) mean_prob[e] += s[e] / norm;
+    for (int64_t e = 0; e < num_experts; ++e) out.prob_sum[e] += s[e] / norm;
   }
+  out.lb_tokens = tokens;
+  update_load_balance_loss(config, out);
+}
+
+template <class T>
+void update_load_balance_loss(const RouterConfig& config, Routing<T>& routing) {
+  const int64_t num_experts = config.num_experts;
+  const double tokens = static_cast<double>(routing.lb_tokens);
   double loss = 0;
   for (int64_t e = 0; e < num_experts; ++e) {
-    const double fraction = static_cast<double>(out.counts[e]) / static_cast<double>(tokens * k);
-    loss += fraction * mean_prob[e] / static_cast<double>(tokens);
+    const double fraction =
+        static_cast<double>(routing.counts[e]) / (tokens * static_cast<double>(config.top_k));
+    loss += fraction * routing.prob_sum[e] / tokens;
   }
-  out.load_balance_loss = loss * static_cast<double>(num_experts);
+  routing.load_balance_loss = loss * static_cast<double>(num_experts);
 }
 
 template <class T>
@@ -140,14 +149,15 @@ void route_backward(const RouterConfig& config, const Routing<T>& routing, const
   const int64_t num_experts = config.num_experts;
   const int64_t k = config.top_k;
   const int64_t tokens = routing.tokens;
+  const int64_t lb_tokens = routing.lb_tokens;
   const T scale = static_cast<T>(config.routed_scaling_factor);
-  // d(lb)/dP_e = E * f_e; P_e is the mean over tokens.
+  // d(lb)/dP_e = E * f_e; P_e is the mean over the lb_tokens tokens.
   std::vector<T> dprob(static_cast<size_t>(num_experts));
   for (int64_t e = 0; e < num_experts; ++e) {
     const double fraction =
-        static_cast<double>(routing.counts[e]) / static_cast<double>(tokens * k);
+        static_cast<double>(routing.counts[e]) / static_cast<double>(lb_tokens * k);
     dprob[e] = static_cast<T>(lb_weight * static_cast<double>(num_experts) * fraction /
-                              static_cast<double>(tokens));
+                              static_cast<double>(lb_tokens));
   }
   {
     std::vector<T> dscore(static_cast<size_t>(num_experts));
@@ -189,6 +199,8 @@ template void route<float>(const RouterConfig&, const float*, int64_t, const flo
                            Routing<float>&);
 template void route<double>(const RouterConfig&, const double*, int64_t, const double*,
                             Routing<double>&);
+template void update_load_balance_loss<float>(const RouterConfig&, Routing<float>&);
+template void update_load_balance_loss<double>(const RouterConfig&, Routing<double>&);
 template void route_backward<float>(const RouterConfig&, const Routing<float>&, const float*,
                                     double, float*);
 template void route_backward<double>(const RouterConfig&, const Routing<double>&, const double*,

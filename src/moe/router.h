@@ -17,6 +17,12 @@ struct Routing {
   std::vector<T> weights;        // [tokens, k] combine weights
   std::vector<T> chosen_sum;     // [tokens] sum of the chosen scores
   std::vector<int32_t> counts;   // [E] (token, slot) pairs per expert
+  // Sum over tokens of the probabilities the load-balancing loss averages.
+  std::vector<double> prob_sum;  // [E]
+  // Tokens the load-balancing loss averages over: `tokens` on one process;
+  // under expert parallelism counts, prob_sum and lb_tokens are the sums over
+  // all ranks, so the loss and its gradient are those of the global batch.
+  int64_t lb_tokens = 0;
   double load_balance_loss = 0;  // E * sum_e f_e * P_e, unweighted
 };
 
@@ -24,6 +30,11 @@ struct Routing {
 template <class T>
 void route(const RouterConfig& config, const T* logits, int64_t tokens, const T* bias,
            Routing<T>& out);
+
+// load_balance_loss from counts, prob_sum and lb_tokens (route() calls it;
+// expert parallelism calls it again after summing them over the ranks).
+template <class T>
+void update_load_balance_loss(const RouterConfig& config, Routing<T>& routing);
 
 // dweights [tokens, k] -> dlogits [tokens, E] (overwritten), including the
 // gradient of lb_weight * load_balance_loss.

@@ -1,0 +1,108 @@
+// The communicator expert parallelism runs on (docs/expert_parallelism.md):
+// the collectives the MoE layer and the trainer need, on buffers of rows.
+//
+// Counts are in rows of `row_elems` elements, not in bytes, so a large
+// exchange never overflows a 32-bit byte count. Two implementations: a
+// single-process one (here, no MPI: P = 1, every collective a copy) and an
+// MPI one (src/parallel/, linked into the CLI and the MPI tests only), so the
+// library and its users need MPI only when they run across processes.
+//
+// Every collective must be called by all ranks in the same order. Time spent
+// inside the collectives is accumulated (seconds()) for the trainer's
+// communication share.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace raggemm {
+
+enum class CommType : uint8_t { kF32, kF64, kI64 };
+size_t comm_type_size(CommType type);
+
+template <class T>
+constexpr CommType comm_type_of();
+template <>
+constexpr CommType comm_type_of<float>() {
+  return CommType::kF32;
+}
+template <>
+constexpr CommType comm_type_of<double>() {
+  return CommType::kF64;
+}
+template <>
+constexpr CommType comm_type_of<int64_t>() {
+  return CommType::kI64;
+}
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // send holds the rows for rank 0, then rank 1, ... (send_rows[p] each);
+  // recv gets rank 0's rows for us, then rank 1's, ... (recv_rows[p] each).
+  void alltoallv_rows(const void* send, const int64_t* send_rows, void* recv,
+                      const int64_t* recv_rows, int64_t row_elems, CommType type);
+  // recv gets every rank's send rows in rank order (recv_rows[p] from rank p).
+  void allgatherv_rows(const void* send, int64_t send_rows, void* recv, const int64_t* recv_rows,
+                       int64_t row_elems, CommType type);
+  // send [sum(recv_rows), row_elems] is summed over the ranks; this rank gets
+  // block `rank()` (recv_rows[rank()] rows) in recv.
+  void reduce_scatter_rows(const void* send, void* recv, const int64_t* recv_rows,
+                           int64_t row_elems, CommType type);
+  // data[i] = sum over ranks of data[i], in place.
+  void allreduce_sum(void* data, int64_t count, CommType type);
+  void barrier();
+  // Ends the whole job with `message` printed by this rank; never returns.
+  [[noreturn]] virtual void abort(const std::string& message) = 0;
+
+  // Wall time spent inside the collectives so far.
+  double seconds() const { return seconds_; }
+
+  template <class T>
+  void allreduce_sum(T* data, int64_t count) {
+    allreduce_sum(static_cast<void*>(data), count, comm_type_of<T>());
+  }
+
+ protected:
+  virtual void do_alltoallv(const void* send, const int64_t* send_rows, void* recv,
+                            const int64_t* recv_rows, int64_t row_elems, CommType type) = 0;
+  virtual void do_allgatherv(const void* send, int64_t send_rows, void* recv,
+                             const int64_t* recv_rows, int64_t row_elems, CommType type) = 0;
+  virtual void do_reduce_scatter(const void* send, void* recv, const int64_t* recv_rows,
+                                 int64_t row_elems, CommType type) = 0;
+  virtual void do_allreduce_sum(void* data, int64_t count, CommType type) = 0;
+  virtual void do_barrier() = 0;
+
+ private:
+  double seconds_ = 0;
+  friend class CommTimer;
+};
+
+// P = 1: every collective is a copy (or nothing); abort throws nothing, it
+// prints and exits.
+class SingleProcessCommunicator final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  [[noreturn]] void abort(const std::string& message) override;
+
+ protected:
+  void do_alltoallv(const void* send, const int64_t* send_rows, void* recv,
+                    const int64_t* recv_rows, int64_t row_elems, CommType type) override;
+  void do_allgatherv(const void* send, int64_t send_rows, void* recv, const int64_t* recv_rows,
+                     int64_t row_elems, CommType type) override;
+  void do_reduce_scatter(const void* send, void* recv, const int64_t* recv_rows,
+                         int64_t row_elems, CommType type) override;
+  void do_allreduce_sum(void*, int64_t, CommType) override {}
+  void do_barrier() override {}
+};
+
+// Ranks and sizes of a communicator that may be null (null = one process).
+inline int comm_rank(const Communicator* comm) { return comm ? comm->rank() : 0; }
+inline int comm_size(const Communicator* comm) { return comm ? comm->size() : 1; }
+
+}  // namespace raggemm
