@@ -23,6 +23,7 @@
 #include "cli/bench_runners.h"
 #include "cli/command.h"
 #include "cli/common.h"
+#include "cli/compute_flags.h"
 #include "cli/quant_flags.h"
 #include "raggemm/error.h"
 #include "raggemm/plan.h"
@@ -113,7 +114,7 @@ int run_bench(const std::vector<std::string>& args) {
   app.add_flag("--check", flags.check,
                "compare ours with the OpenBLAS loop (relative error; exit 1 above 1e-4)");
   bool no_cache = false;
-  app.add_flag("--no-cache", no_cache, "do not take unset tiles, kernel and buffers from the tune cache");
+  add_no_cache_flag(app, no_cache);
   parse_command_line(app, args);
 
   const BenchOp op = bench::parse_bench_op(flags.op, "op");
@@ -127,16 +128,11 @@ int run_bench(const std::vector<std::string>& args) {
   const std::string dtype_text = kernel_flags.dtype;
   if (quant) kernel_flags.dtype = "f32";
   KernelSettings settings = parse_kernel_flags(kernel_flags);
-  if (!no_cache) {  // bench's dlhs (m, k, n) is the op problem lhs [m, n] contracted with n
-    const bool dlhs = op == BenchOp::kDlhs;
-    const GmmShape shape{.pass = op == BenchOp::kGmm ? Pass::kForward : dlhs ? Pass::kGradLhs : Pass::kGradRhs,
-                         .m = m, .k = dlhs ? n : k, .n = dlhs ? k : n, .groups = groups,
-                         .lhs_dtype = settings.dtype, .rhs_dtype = settings.dtype,
-                         .quantization = quant ? "quantized" : "", .group_sizes = {}};
-    fill_from_tune_cache(shape, &TuneCache::shared_default(), settings.tiles,
-                         kernel_flags.given("--kernel") ? nullptr : &settings.kernel,
-                         kernel_flags.given("--buffers") ? nullptr : &settings.buffers);
-  }
+  // bench's dlhs (m, k, n) is the op problem lhs [m, n] contracted with n.
+  const bool dlhs = op == BenchOp::kDlhs;
+  const Pass pass = op == BenchOp::kGmm ? Pass::kForward : dlhs ? Pass::kGradLhs : Pass::kGradRhs;
+  fill_unset_from_tune_cache({pass, m, dlhs ? n : k, dlhs ? k : n, groups}, quant.has_value(),
+                             no_cache, kernel_flags, settings);
   const int threads = settings.threads > 0 ? settings.threads : omp_get_max_threads();
   const int reps = static_cast<int>(parse_int(flags.reps, "--reps", 1, 100000));
   const int warmup = static_cast<int>(parse_int(flags.warmup, "--warmup", 0, 1000));

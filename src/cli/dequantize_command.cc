@@ -52,7 +52,7 @@ int run_dequantize(const std::vector<std::string>& args) {
           "shape " + shape_string(scales.shape()) + ", but " + granularity.to_string() +
               " of codes " + shape_string(codes.shape()) + " needs " + shape_string(scale_shape));
   Tensor out = dequantize(codes, scales, type, granularity);
-  write_npy(out_path, out);
+  write_npy(out_path, out, "--out");
   std::cout << "wrote " << out_path << ": f32 " << shape_string(out.shape()) << " ("
             << granularity.to_string() << ")\n";
   return 0;

@@ -3,18 +3,16 @@
 //
 //   raggemm gmm --lhs L.npy --rhs R.npy --group-sizes S.npy --out O.npy
 //       [--transpose-rhs] [--tiles M,K,N] [--kernel v1|v2] [--threads T]
-//       [--dtype f32|bf16] [--buffers N] [--no-cache] [--quant fp8|int8 [--rhs-scales channel|block:SIZE]]
+//       [--dtype f32|bf16] [--buffers N] [--no-cache]
+//       [--quant fp8|int8 [--rhs-scales channel|block:SIZE]]
 //
 // Everything is read and checked before computing, and the output is written
 // atomically at the end, so a rejected run leaves no file behind.
-#include <iostream>
-
 #include "cli/command.h"
 #include "cli/common.h"
-#include "cli/quant_flags.h"
+#include "cli/compute_flags.h"
 #include "raggemm/error.h"
 #include "raggemm/gmm.h"
-#include "raggemm/npy.h"
 #include "raggemm/plan.h"
 
 namespace raggemm::cli {
@@ -33,17 +31,11 @@ int run_gmm(const std::vector<std::string>& args) {
   app.add_option("--group-sizes", sizes_path, "group sizes [G] int32 or int64 .npy")->required();
   app.add_option("--out", out_path, "output [M,N] float32 .npy")->required();
   app.add_flag("--transpose-rhs", transpose_rhs, "rhs is [G,N,K]: out[i] = lhs[i] @ rhs[g]^T");
-  KernelFlags kernel_flags;
-  add_kernel_flags(app, kernel_flags);
-  QuantFlags quant_flags;
-  add_quant_flags(app, quant_flags);
-  bool no_cache = false;
-  app.add_flag("--no-cache", no_cache, "do not take unset tiles, kernel and buffers from the tune cache");
+  ComputeFlags flags;
+  add_compute_flags(app, flags);
   parse_command_line(app, args);
 
-  const KernelSettings settings = parse_kernel_flags(kernel_flags);
-  const auto quant = parse_quant_flags(quant_flags, settings.kernel, /*weight_pass=*/true);
-  check_output_path(out_path, "--out");
+  const ComputeSettings settings = parse_compute_flags(flags, /*weight_pass=*/true, out_path);
   Tensor lhs = load_f32_array(lhs_path, "--lhs", 2, "[M,K]");
   Tensor rhs = load_f32_array(rhs_path, "--rhs", 3, transpose_rhs ? "[G,N,K]" : "[G,K,N]");
   const int64_t rows = lhs.dim(0);
@@ -62,26 +54,16 @@ int run_gmm(const std::vector<std::string>& args) {
              " groups but --rhs has G = " + std::to_string(rhs.dim(0)));
   }
 
-  GmmOptions options;
+  const OpProblem problem{transpose_rhs ? Pass::kGradLhs : Pass::kForward, rows, depth,
+                          rhs.dim(transpose_rhs ? 1 : 2), rhs.dim(0)};
+  GmmOptions options = op_options<GmmOptions>(flags, settings, problem);
   options.transpose_rhs = transpose_rhs;
-  options.tiles = settings.tiles;
-  options.kernel = settings.kernel;
-  options.threads = settings.threads;
-  options.input_buffer_count = settings.buffers;
-  if (!no_cache) {
-    const GmmShape shape{.pass = transpose_rhs ? Pass::kGradLhs : Pass::kForward, .m = rows, .k = depth,
-                         .n = rhs.dim(transpose_rhs ? 1 : 2), .groups = rhs.dim(0), .lhs_dtype = settings.dtype,
-                         .rhs_dtype = settings.dtype, .quantization = quant ? "quantized" : "", .group_sizes = {}};
-    fill_from_tune_cache(shape, &TuneCache::shared_default(), options.tiles,
-                         kernel_flags.given("--kernel") ? nullptr : &options.kernel,
-                         kernel_flags.given("--buffers") ? nullptr : &options.input_buffer_count);
-  }
-  Tensor out = quant ? quantized_gmm(to_storage(lhs, settings.dtype),
-                                     to_storage(rhs, settings.dtype), group_sizes, options, *quant)
-                     : gmm(to_storage(lhs, settings.dtype), to_storage(rhs, settings.dtype),
-                           group_sizes, options);
-  write_npy(out_path, out);
-  std::cout << "wrote " << out_path << ": f32 " << shape_string(out.shape()) << "\n";
+  const DType dtype = settings.kernel.dtype;
+  Tensor out = settings.quant
+                   ? quantized_gmm(to_storage(lhs, dtype), to_storage(rhs, dtype), group_sizes,
+                                   options, *settings.quant)
+                   : gmm(to_storage(lhs, dtype), to_storage(rhs, dtype), group_sizes, options);
+  write_op_output(out_path, out);
   return 0;
 }
 

@@ -70,9 +70,13 @@ class TempDir {
 };
 
 // Runs `raggemm <args...>` in `dir`, so bare file names resolve there.
-inline CliResult run_cli(const TempDir& dir, const std::vector<std::string>& args) {
-  std::string command =
-      "cd " + shell_quote(dir.path().string()) + " && " + shell_quote(RAGGEMM_CLI_PATH);
+// `shell_setup`, when given, runs in the same shell first (e.g. a ulimit that
+// the binary inherits).
+inline CliResult run_cli(const TempDir& dir, const std::vector<std::string>& args,
+                         const std::string& shell_setup = "") {
+  std::string command = "cd " + shell_quote(dir.path().string()) + " && " +
+                        (shell_setup.empty() ? "" : shell_setup + " && ") +
+                        shell_quote(RAGGEMM_CLI_PATH);
   for (const std::string& arg : args) command += " " + shell_quote(arg);
   const std::string out_file = dir.file(".stdout"), err_file = dir.file(".stderr");
   command += " >" + shell_quote(out_file) + " 2>" + shell_quote(err_file);
