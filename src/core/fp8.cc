@@ -1,24 +1,15 @@
 #include "raggemm/fp8.h"
 
 #include <array>
-#include <cstring>
 
+#include "core/float_bits.h"
 #include "raggemm/error.h"
 
 namespace raggemm {
 namespace {
 
-uint32_t bits_of(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  return bits;
-}
-
-float float_of(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof(value));
-  return value;
-}
+using core::bits_of;
+using core::float_of;
 
 // A small binary float format: exponent bias and mantissa width.
 struct MiniFloat {

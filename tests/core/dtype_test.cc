@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <random>
 #include <vector>
 
@@ -15,23 +14,15 @@
 #include <immintrin.h>
 #endif
 
+#include "core/float_bits.h"
 #include "raggemm/dtype.h"
 #include "raggemm/error.h"
 
 namespace raggemm {
 namespace {
 
-uint32_t bits_of(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  return bits;
-}
-
-float float_of(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof(value));
-  return value;
-}
+using core::bits_of;
+using core::float_of;
 
 // ---- names and sizes ----------------------------------------------------
 
