@@ -16,6 +16,10 @@
 
 #include "raggemm/moe.h"
 
+namespace raggemm {
+class Communicator;
+}
+
 namespace raggemm::train {
 
 // ---------------------------------------------------------------------------
@@ -78,11 +82,17 @@ struct TrainConfig {
   bool enable_checkpointing = false;
   int64_t checkpoint_period = 0;
   std::string profiler;       // "" | trace
-  moe::MoeConfig moe;         // dims, router, dtype, quantization, plans
+  // Expert parallelism (docs/expert_parallelism.md): P processes, each with
+  // num_experts / P experts and per_device_batch_size sequences of the
+  // global batch of P * per_device_batch_size.
+  int64_t ici_expert_parallelism = 1;
+  moe::MoeConfig moe;         // dims, router, dtype, quantization, plans (and use_ring_of_experts)
   std::string resolved_yaml;  // every key with its value, as written to config.yml
 
   std::string run_dir() const;
+  // Tokens of one process's share of a step.
   int64_t tokens_per_step() const { return per_device_batch_size * max_target_length; }
+  int64_t global_tokens_per_step() const { return ici_expert_parallelism * tokens_per_step(); }
 };
 
 // Typed, validated config; invalid values and combinations throw Error
@@ -106,6 +116,7 @@ struct StepMetrics {
   double glue_time_share = 0;
   double optimizer_time_share = 0;
   double data_time_share = 0;
+  double comm_time_share = 0;  // expert parallelism: time inside collectives / step time
   double expert_gmm_gflops = 0;
   int64_t max_expert_load = 0;  // largest group of the first MoE layer
 };
@@ -117,9 +128,19 @@ struct TrainResult {
   std::vector<StepMetrics> steps;  // of this invocation
 };
 
+// Expert parallelism launch checks, before anything trains: the
+// communicator must have ici_expert_parallelism ranks (null = one) and
+// num_experts must divide by it; otherwise Error naming the key and value.
+void check_launch(const TrainConfig& config, const Communicator* comm);
+
 // Runs (or resumes) a training; writes the run directory; prints one line
-// per step to `log`.
-TrainResult run_training(const TrainConfig& config, std::ostream& log);
+// per step to `log`. With a communicator of P > 1 ranks (expert parallelism)
+// every rank calls it: rank r trains on sequences [r * B, (r + 1) * B) of
+// each global batch, rank 0 alone logs and writes config.yml and
+// metrics.jsonl, every rank writes its own checkpoint shard. Metrics are of
+// the global batch (loss, tokens/s).
+TrainResult run_training(const TrainConfig& config, std::ostream& log,
+                         Communicator* comm = nullptr);
 
 // Checks a checkpoint file (magic, size, checksum); returns its step or
 // throws Error naming the path.

@@ -1,24 +1,44 @@
 // raggemm train [config.yml] [key=value | key: value ...]
 #include <iostream>
+#include <memory>
 
 #include "cli/command.h"
+#include "raggemm/comm.h"
+#include "raggemm/error.h"
 #include "raggemm/train.h"
+#ifdef RAGGEMM_HAVE_MPI
+#include "parallel/mpi_communicator.h"
+#endif
 
 namespace raggemm::cli {
 namespace {
 
 void print_help() {
-  std::cout << "usage: raggemm train [config.yml] [key=value ...] [key: value ...]\n\n"
+  std::cout << "usage: raggemm train [config.yml] [key=value ...] [key: value ...]\n"
+               "       mpirun -np P raggemm train [config.yml] ici_expert_parallelism=P ...\n\n"
                "Trains the MoE model of the config (configs/base.yml lists every key and its\n"
                "default; docs/moe_configuration.md explains them). Overrides come after the\n"
                "config file as key=value (one word) or 'key:' 'value' (two words), mixed.\n"
                "Output: base_output_directory/run_name/{config.yml, metrics.jsonl, checkpoints/,\n"
-               "trace.json}.\n\nkeys:\n";
+               "trace.json}. Expert parallelism over P processes: docs/expert_parallelism.md.\n\n"
+               "keys:\n";
   for (const train::ConfigKey& key : train::config_keys()) {
     std::cout << "  " << key.name << " (default "
               << (key.default_value.empty() ? "\"\"" : key.default_value) << "): " << key.help
               << "\n";
   }
+}
+
+// The communicator of this launch: MPI when started by mpirun or asked for
+// more than one process (MPI then reports a size of 1 and the launch check
+// names the mismatch); none otherwise, so a plain run never touches MPI.
+std::unique_ptr<Communicator> launch_communicator(const train::TrainConfig& config) {
+#ifdef RAGGEMM_HAVE_MPI
+  if (launched_by_mpirun() || config.ici_expert_parallelism > 1) return make_mpi_communicator();
+#endif
+  require(config.ici_expert_parallelism == 1, "ici_expert_parallelism",
+          config.ici_expert_parallelism, "this raggemm was built without MPI (RAGGEMM_WITH_MPI)");
+  return nullptr;
 }
 
 int run_train(std::vector<std::string> args) {
@@ -30,7 +50,18 @@ int run_train(std::vector<std::string> args) {
     }
   }
   const train::TrainConfig config = train::resolve(train::parse_train_arguments(args));
-  train::run_training(config, std::cout);
+  std::unique_ptr<Communicator> comm = launch_communicator(config);
+  if (comm_size(comm.get()) == 1) {
+    train::run_training(config, std::cout, comm.get());
+    return 0;
+  }
+  // Several processes: a rank that fails must end the job, not leave the
+  // others waiting in a collective.
+  try {
+    train::run_training(config, std::cout, comm.get());
+  } catch (const std::exception& e) {
+    comm->abort(e.what());
+  }
   return 0;
 }
 

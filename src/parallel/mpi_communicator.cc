@@ -9,8 +9,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
-#include <iostream>
 #include <vector>
 
 #include "raggemm/error.h"
@@ -97,7 +97,11 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return size_; }
 
   void abort(const std::string& message) override {
-    std::cerr << "error: rank " << rank_ << " of " << size_ << ": " << message << std::endl;
+    // One write, so the ranks' lines do not interleave mid-line.
+    const std::string line = "error: rank " + std::to_string(rank_) + " of " +
+                             std::to_string(size_) + ": " + message + "\n";
+    std::fputs(line.c_str(), stderr);
+    std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 2);
     std::exit(2);  // MPI_Abort does not return; this satisfies [[noreturn]]
   }

@@ -58,10 +58,17 @@ Parsed parse(const std::vector<uint8_t>& bytes, const std::string& path) {
 
 }  // namespace
 
-std::string checkpoint_path(const std::string& run_dir, int64_t step) {
+std::string shard_name(int rank, int ranks) {
+  if (ranks <= 1) return "";
+  return "rank_" + std::to_string(rank) + "_of_" + std::to_string(ranks);
+}
+
+std::string checkpoint_path(const std::string& run_dir, int64_t step, const std::string& shard) {
   char name[64];
   std::snprintf(name, sizeof(name), "step_%08lld.ckpt", static_cast<long long>(step));
-  return (std::filesystem::path(run_dir) / "checkpoints" / name).string();
+  std::filesystem::path dir = std::filesystem::path(run_dir) / "checkpoints";
+  if (!shard.empty()) dir /= shard;
+  return (dir / name).string();
 }
 
 void save_checkpoint(const std::string& path, const CheckpointData& data) {
@@ -71,8 +78,9 @@ void save_checkpoint(const std::string& path, const CheckpointData& data) {
     blobs.push_back({{"name", name}, {"count", values.size()}, {"offset", offset}});
     offset += values.size() * sizeof(float);
   }
-  const nlohmann::json header = {
+  nlohmann::json header = {
       {"format", 1}, {"step", data.step}, {"updates", data.updates}, {"blobs", blobs}};
+  if (!data.shard.empty()) header["shard"] = data.shard;
   const std::string text = header.dump();
   std::vector<uint8_t> bytes(16 + text.size() + offset + 8);
   std::memcpy(bytes.data(), kMagic, 8);
@@ -97,6 +105,7 @@ CheckpointData load_checkpoint(const std::string& path) {
   try {
     data.step = parsed.header.at("step").get<int64_t>();
     data.updates = parsed.header.at("updates").get<int64_t>();
+    data.shard = parsed.header.value("shard", std::string());
     const size_t payload_size = bytes.size() - 8 - parsed.payload_offset;
     for (const auto& blob : parsed.header.at("blobs")) {
       const uint64_t count = blob.at("count").get<uint64_t>();
@@ -116,8 +125,10 @@ CheckpointData load_checkpoint(const std::string& path) {
 
 int64_t verify_checkpoint(const std::string& path) { return load_checkpoint(path).step; }
 
-std::optional<std::string> latest_checkpoint(const std::string& run_dir) {
-  const std::filesystem::path dir = std::filesystem::path(run_dir) / "checkpoints";
+std::optional<std::string> latest_checkpoint(const std::string& run_dir,
+                                             const std::string& shard) {
+  std::filesystem::path dir = std::filesystem::path(run_dir) / "checkpoints";
+  if (!shard.empty()) dir /= shard;
   if (!std::filesystem::is_directory(dir)) return std::nullopt;
   std::vector<std::string> names;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {

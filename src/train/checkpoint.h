@@ -14,16 +14,23 @@
 namespace raggemm::train {
 
 struct CheckpointData {
-  int64_t step = 0;
+  int64_t step = 0;  // the global step
   int64_t updates = 0;
+  // Expert parallelism: which rank's shard ("rank_R_of_P"); "" on one process.
+  std::string shard;
   std::map<std::string, std::vector<float>> blobs;
 };
 
-std::string checkpoint_path(const std::string& run_dir, int64_t step);
+// Expert parallelism keeps each rank's files apart: checkpoints/<shard>/
+// (shard = shard_name(rank, ranks)); one process uses checkpoints/ itself.
+std::string shard_name(int rank, int ranks);  // "" when ranks == 1
+std::string checkpoint_path(const std::string& run_dir, int64_t step,
+                            const std::string& shard = "");
 void save_checkpoint(const std::string& path, const CheckpointData& data);
 CheckpointData load_checkpoint(const std::string& path);
-// The newest checkpoint of a run that verifies, if any (a corrupt file is
-// reported on stderr and skipped).
-std::optional<std::string> latest_checkpoint(const std::string& run_dir);
+// The newest checkpoint of a run (of one shard) that verifies, if any (a
+// corrupt file is reported on stderr and skipped).
+std::optional<std::string> latest_checkpoint(const std::string& run_dir,
+                                             const std::string& shard = "");
 
 }  // namespace raggemm::train

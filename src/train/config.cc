@@ -46,6 +46,10 @@ std::vector<ConfigKey> build_keys() {
       {"routed_scaling_factor", "1.0", "multiplies the routing weights"},
       {"load_balance_loss_weight", "0.01", "weight of the load-balancing loss"},
       {"fused_gate_up", "false", "one gate|up weight [E, embed, 2*mlp]; v2 fwd fuses SwiGLU"},
+      {"ici_expert_parallelism", "1",
+       "P processes (mpirun -np P) each holding num_experts/P experts and a 1/P of the batch"},
+      {"use_ring_of_experts", "false",
+       "expert parallelism exchange: false = all-to-all dispatch, true = ring of experts"},
       {"opt_type", "adamw", "sgd or adamw"},
       {"learning_rate", "0.003", "peak learning rate"},
       {"learning_rate_schedule_steps", "-1", "length of the schedule (-1: steps)"},
@@ -362,6 +366,12 @@ TrainConfig resolve(const Settings& s) {
   m.router.load_balance_loss_weight = to_real(s, "load_balance_loss_weight", 0);
   m.shared_experts = to_int(s, "shared_experts", 0);
   m.fused_gate_up = to_bool(s, "fused_gate_up");
+  c.ici_expert_parallelism = to_int(s, "ici_expert_parallelism", 1);
+  m.use_ring_of_experts = to_bool(s, "use_ring_of_experts");
+  require(m.router.num_experts % c.ici_expert_parallelism == 0, "num_experts",
+          m.router.num_experts,
+          "must be divisible by ici_expert_parallelism=" + std::to_string(c.ici_expert_parallelism) +
+              " (each process holds num_experts / ici_expert_parallelism experts)");
   m.dtype = one_of(s, "dtype", {"f32", "bf16"}) == "bf16" ? DType::kBF16 : DType::kF32;
   m.quantization = one_of(s, "quantization", {"", "fp8_full", "int8"});
   m.weight_scaling = s.get("quantization_weight_scaling");

@@ -31,6 +31,12 @@ uint64_t stream_key(uint64_t seed, uint64_t purpose, uint64_t index) {
   return rng.next();
 }
 
+// The global index of sequence b of `step` for this shard.
+uint64_t sequence_index(const DataShard& shard, int64_t batch, int64_t step, int64_t b) {
+  const int64_t global_batch = shard.global_batch > 0 ? shard.global_batch : batch;
+  return static_cast<uint64_t>(step * global_batch + shard.first + b);
+}
+
 double entropy(const std::vector<double>& p) {
   double h = 0;
   for (double x : p) {
@@ -41,8 +47,14 @@ double entropy(const std::vector<double>& p) {
 
 class MarkovDataset : public Dataset {
  public:
-  MarkovDataset(int64_t vocab, int64_t branching, int64_t batch, int64_t length, uint64_t seed)
-      : vocab_(vocab), branching_(branching), batch_(batch), length_(length), seed_(seed) {
+  MarkovDataset(int64_t vocab, int64_t branching, int64_t batch, int64_t length, uint64_t seed,
+                DataShard shard)
+      : vocab_(vocab),
+        branching_(branching),
+        batch_(batch),
+        length_(length),
+        seed_(seed),
+        shard_(shard) {
     Rng rng(stream_key(seed, 1, 0));
     successors_.resize(static_cast<size_t>(vocab * branching));
     cumulative_.resize(static_cast<size_t>(vocab * branching));
@@ -99,7 +111,7 @@ class MarkovDataset : public Dataset {
     out.inputs.resize(count);
     out.targets.resize(count);
     for (int64_t b = 0; b < batch_; ++b) {
-      Rng rng(stream_key(seed_, 2, static_cast<uint64_t>(step * batch_ + b)));
+      Rng rng(stream_key(seed_, 2, sequence_index(shard_, batch_, step, b)));
       int32_t state = static_cast<int32_t>(rng.below(vocab_));
       for (int64_t pos = 0; pos < length_; ++pos) {
         const double u = rng.uniform();
@@ -125,6 +137,7 @@ class MarkovDataset : public Dataset {
  private:
   int64_t vocab_, branching_, batch_, length_;
   uint64_t seed_;
+  DataShard shard_;
   std::vector<int32_t> successors_;
   std::vector<double> cumulative_;
   double floor_ = 0;
@@ -132,8 +145,9 @@ class MarkovDataset : public Dataset {
 
 class TextDataset : public Dataset {
  public:
-  TextDataset(const std::string& path, int64_t batch, int64_t length, uint64_t seed)
-      : path_(path), batch_(batch), length_(length), seed_(seed) {
+  TextDataset(const std::string& path, int64_t batch, int64_t length, uint64_t seed,
+              DataShard shard)
+      : path_(path), batch_(batch), length_(length), seed_(seed), shard_(shard) {
     std::ifstream in(path, std::ios::binary);
     require(in.good(), "dataset_path", path, "cannot open the text file");
     bytes_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -164,7 +178,7 @@ class TextDataset : public Dataset {
     out.targets.resize(out.inputs.size());
     const int64_t windows = static_cast<int64_t>(bytes_.size()) - length_;
     for (int64_t b = 0; b < batch_; ++b) {
-      Rng rng(stream_key(seed_, 3, static_cast<uint64_t>(step * batch_ + b)));
+      Rng rng(stream_key(seed_, 3, sequence_index(shard_, batch_, step, b)));
       const int64_t start = rng.below(windows);
       for (int64_t pos = 0; pos < length_; ++pos) {
         out.inputs[b * length_ + pos] = static_cast<unsigned char>(bytes_[start + pos]);
@@ -184,6 +198,7 @@ class TextDataset : public Dataset {
   std::string path_;
   int64_t batch_, length_;
   uint64_t seed_;
+  DataShard shard_;
   std::string bytes_;
   double floor_ = 0;
 };
@@ -191,13 +206,13 @@ class TextDataset : public Dataset {
 }  // namespace
 
 std::unique_ptr<Dataset> make_synthetic_dataset(int64_t vocab, int64_t branching, int64_t batch,
-                                                int64_t length, uint64_t seed) {
-  return std::make_unique<MarkovDataset>(vocab, branching, batch, length, seed);
+                                                int64_t length, uint64_t seed, DataShard shard) {
+  return std::make_unique<MarkovDataset>(vocab, branching, batch, length, seed, shard);
 }
 
 std::unique_ptr<Dataset> make_text_dataset(const std::string& path, int64_t batch, int64_t length,
-                                           uint64_t seed) {
-  return std::make_unique<TextDataset>(path, batch, length, seed);
+                                           uint64_t seed, DataShard shard) {
+  return std::make_unique<TextDataset>(path, batch, length, seed, shard);
 }
 
 }  // namespace raggemm::train

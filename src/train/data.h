@@ -28,9 +28,20 @@ class Dataset {
   virtual std::string describe() const = 0;
 };
 
+// Which sequences of the global stream a process reads: sequence b of step
+// s is global sequence s * global_batch + first + b. One process reads the
+// whole batch (first 0, global_batch = batch); under expert parallelism
+// rank r reads first = r * batch of global_batch = P * batch, so P ranks
+// together see exactly what one process with batch P * B would.
+struct DataShard {
+  int64_t first = 0;
+  int64_t global_batch = 0;  // 0: the dataset's own batch
+};
+
 std::unique_ptr<Dataset> make_synthetic_dataset(int64_t vocab, int64_t branching, int64_t batch,
-                                                int64_t length, uint64_t seed);
+                                                int64_t length, uint64_t seed,
+                                                DataShard shard = {});
 std::unique_ptr<Dataset> make_text_dataset(const std::string& path, int64_t batch, int64_t length,
-                                           uint64_t seed);
+                                           uint64_t seed, DataShard shard = {});
 
 }  // namespace raggemm::train

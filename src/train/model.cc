@@ -74,7 +74,7 @@ struct Model<T>::Impl {
       if (l < config.dense_layers) {
         block.dense.emplace(prefix + ".mlp", d, config.moe.mlp_dim, config.moe, profiler);
       } else {
-        block.moe.emplace(prefix + ".moe", config.moe, profiler);
+        block.moe.emplace(prefix + ".moe", config.moe, profiler, config.comm);
       }
     }
     final_norm.reset("final_norm", {d});
@@ -82,6 +82,7 @@ struct Model<T>::Impl {
   }
 
   LossParts run(const int32_t* inputs, const int32_t* targets, int64_t tokens, bool backward);
+  void sum_shared_gradients();
 
   ModelConfig config;
   Profiler* profiler;
@@ -133,7 +134,12 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
   }
   logits.resize(static_cast<size_t>(tokens * v));
   output.forward(final_normed.data(), tokens, out_proj.value.data(), logits.data());
-  // Softmax cross-entropy; dlogits = (softmax - onehot) / tokens.
+  // Softmax cross-entropy, a mean over the tokens of every rank:
+  // dlogits = (softmax - onehot) / global tokens.
+  const bool parallel = comm_size(config.comm) > 1;
+  int64_t global_tokens = tokens;
+  if (parallel) config.comm->allreduce_sum(&global_tokens, 1);
+  const T denominator = static_cast<T>(global_tokens);
   dlogits.resize(logits.size());
   double loss_sum = 0;
   {
@@ -148,11 +154,12 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
       const T log_total = std::log(total) + peak;
       loss_sum += static_cast<double>(log_total - z[targets[t]]);
       T* dz = dlogits.data() + t * v;
-      for (int64_t i = 0; i < v; ++i) dz[i] = std::exp(z[i] - log_total) / static_cast<T>(tokens);
-      dz[targets[t]] -= T(1) / static_cast<T>(tokens);
+      for (int64_t i = 0; i < v; ++i) dz[i] = std::exp(z[i] - log_total) / denominator;
+      dz[targets[t]] -= T(1) / denominator;
     }
   }
-  parts.cross_entropy = loss_sum / static_cast<double>(tokens);
+  if (parallel) config.comm->allreduce_sum(&loss_sum, 1);
+  parts.cross_entropy = loss_sum / static_cast<double>(global_tokens);
   parts.total = parts.cross_entropy + config.moe.router.load_balance_loss_weight * parts.aux_loss;
   if (!backward) return parts;
 
@@ -187,7 +194,33 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
       for (int64_t i = 0; i < d; ++i) row[i] += g[i];
     }
   }
+  if (parallel) sum_shared_gradients();
   return parts;
+}
+
+// Every parameter but the expert shards: this rank's share of the gradient
+// summed over the ranks, packed into one allreduce.
+template <class T>
+void Model<T>::Impl::sum_shared_gradients() {
+  std::vector<moe::Param<T>*> shared;
+  size_t count = 0;
+  for (moe::Param<T>* p : Model<T>::params_of(*this)) {
+    if (p->expert_sharded || !p->trainable) continue;
+    shared.push_back(p);
+    count += p->grad.size();
+  }
+  std::vector<T> packed(count);
+  size_t offset = 0;
+  for (moe::Param<T>* p : shared) {
+    std::copy(p->grad.begin(), p->grad.end(), packed.begin() + static_cast<int64_t>(offset));
+    offset += p->grad.size();
+  }
+  config.comm->allreduce_sum(packed.data(), static_cast<int64_t>(count));
+  offset = 0;
+  for (moe::Param<T>* p : shared) {
+    std::copy_n(packed.begin() + static_cast<int64_t>(offset), p->grad.size(), p->grad.begin());
+    offset += p->grad.size();
+  }
 }
 
 template <class T>
@@ -221,7 +254,11 @@ LossParts Model<T>::loss_and_grad(const int32_t* inputs, const int32_t* targets,
 
 template <class T>
 std::vector<moe::Param<T>*> Model<T>::params() {
-  Impl& m = *impl_;
+  return params_of(*impl_);
+}
+
+template <class T>
+std::vector<moe::Param<T>*> Model<T>::params_of(Impl& m) {
   std::vector<moe::Param<T>*> out = {&m.embed};
   for (auto& block : m.blocks) {
     out.push_back(&block.norm_scale);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "raggemm/comm.h"
 #include "raggemm/moe.h"
 #include "raggemm/profiler.h"
 
@@ -19,6 +20,11 @@ struct ModelConfig {
   int64_t num_layers = 0;
   int64_t dense_layers = 0;  // the first dense_layers blocks use a dense MLP
   moe::MoeConfig moe;        // embed_dim, mlp_dim, routing, matmul settings
+  // Expert parallelism (P > 1 ranks; null = one process): the MoE layers
+  // shard their experts; losses are means over every rank's tokens and
+  // loss_and_grad returns the global batch's gradient on every rank (shared
+  // parameters' shares summed over the ranks, expert shards complete).
+  Communicator* comm = nullptr;
 };
 
 struct LossParts {
@@ -43,6 +49,7 @@ class Model {
 
  private:
   struct Impl;
+  static std::vector<moe::Param<T>*> params_of(Impl& impl);
   std::unique_ptr<Impl> impl_;
 };
 

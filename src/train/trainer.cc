@@ -8,9 +8,12 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <optional>
 #include <sstream>
+#include <streambuf>
 
 #include "moe/plans.h"
+#include "raggemm/comm.h"
 #include "raggemm/error.h"
 #include "raggemm/npy.h"
 #include "raggemm/profiler.h"
@@ -45,6 +48,7 @@ nlohmann::json to_json(const StepMetrics& m) {
           {"glue_time_share", m.glue_time_share},
           {"optimizer_time_share", m.optimizer_time_share},
           {"data_time_share", m.data_time_share},
+          {"comm_time_share", m.comm_time_share},
           {"max_expert_load", m.max_expert_load}};
 }
 
@@ -60,6 +64,29 @@ std::string log_line(const StepMetrics& m, int64_t steps, double floor) {
       100 * m.expert_gmm_time_share, 100 * m.dense_gmm_time_share, 100 * m.glue_time_share,
       100 * m.optimizer_time_share);
   return text;
+}
+
+// A stream that drops everything: ranks other than 0 log nothing.
+class NullBuffer : public std::streambuf {
+ protected:
+  int overflow(int c) override { return c; }
+};
+
+// Resuming under expert parallelism: every rank must load the same step, the
+// newest one every rank has (a job killed between two ranks' saves leaves
+// one rank a step ahead).
+std::optional<std::string> agreed_checkpoint(const std::string& run_dir, const std::string& shard,
+                                             Communicator* comm) {
+  std::optional<std::string> latest = latest_checkpoint(run_dir, shard);
+  if (comm_size(comm) == 1) return latest;
+  const int64_t mine = latest ? verify_checkpoint(*latest) : 0;
+  std::vector<int64_t> steps(static_cast<size_t>(comm->size()));
+  const std::vector<int64_t> one(steps.size(), 1);
+  comm->allgatherv_rows(&mine, 1, steps.data(), one.data(), 1, CommType::kI64);
+  const int64_t agreed = *std::min_element(steps.begin(), steps.end());
+  if (agreed == 0) return std::nullopt;
+  if (agreed == mine) return latest;
+  return checkpoint_path(run_dir, agreed, shard);
 }
 
 // Rewrites metrics.jsonl keeping only steps <= last_step (a resumed run
@@ -126,30 +153,60 @@ void autotune_missing(const TrainConfig& config, std::ostream& log) {
 
 }  // namespace
 
-TrainResult run_training(const TrainConfig& config, std::ostream& log) {
+void check_launch(const TrainConfig& config, const Communicator* comm) {
+  const int ranks = comm_size(comm);
+  require(config.ici_expert_parallelism == ranks, "ici_expert_parallelism",
+          config.ici_expert_parallelism,
+          "does not match the " + std::to_string(ranks) + " process(es) of this launch (run " +
+              (config.ici_expert_parallelism > 1
+                   ? "mpirun -np " + std::to_string(config.ici_expert_parallelism) + " raggemm train"
+                   : "raggemm train without mpirun, or set ici_expert_parallelism=" +
+                         std::to_string(ranks)) +
+              ")");
+  require(config.moe.router.num_experts % ranks == 0, "num_experts", config.moe.router.num_experts,
+          "must be divisible by ici_expert_parallelism=" + std::to_string(ranks));
+}
+
+TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Communicator* comm) {
   namespace fs = std::filesystem;
+  check_launch(config, comm);
+  const int rank = comm_rank(comm), ranks = comm_size(comm);
+  if (ranks == 1) comm = nullptr;  // one process: no collectives at all
+  NullBuffer null_buffer;
+  std::ostream null_log(&null_buffer);
+  std::ostream& log = rank == 0 ? main_log : null_log;
+  const std::string shard = shard_name(rank, ranks);
+
   TrainResult result;
   result.run_dir = config.run_dir();
   fs::create_directories(result.run_dir);
   const std::string config_path = (fs::path(result.run_dir) / "config.yml").string();
-  write_file_atomic(config_path, config.resolved_yaml.data(), config.resolved_yaml.size());
+  if (rank == 0) {
+    write_file_atomic(config_path, config.resolved_yaml.data(), config.resolved_yaml.size());
+  }
 
+  // Rank r reads its slice of the global batch (docs/expert_parallelism.md).
+  const DataShard data_shard{rank * config.per_device_batch_size,
+                             ranks * config.per_device_batch_size};
   std::unique_ptr<Dataset> data =
       config.dataset_type == "text"
           ? make_text_dataset(config.dataset_path, config.per_device_batch_size,
-                              config.max_target_length, config.seed)
+                              config.max_target_length, config.seed, data_shard)
           : make_synthetic_dataset(config.vocab_size, config.synthetic_branching,
                                    config.per_device_batch_size, config.max_target_length,
-                                   config.seed);
+                                   config.seed, data_shard);
   result.loss_floor = data->loss_floor();
 
-  if (config.moe.use_tune_cache) autotune_missing(config, log);
+  // One rank tunes (the cache is shared); the others wait for its winners.
+  if (config.moe.use_tune_cache && rank == 0) autotune_missing(config, log);
+  if (comm) comm->barrier();
   Profiler profiler(config.profiler == "trace");
   ModelConfig model_config;
   model_config.vocab_size = config.vocab_size;
   model_config.num_layers = config.base_num_decoder_layers;
   model_config.dense_layers = config.first_num_dense_layers;
   model_config.moe = config.moe;
+  model_config.comm = comm;
   Model<float> model(model_config, &profiler);
   model.init(config.seed);
   Optimizer optimizer(config, model.params());
@@ -160,11 +217,18 @@ TrainResult run_training(const TrainConfig& config, std::ostream& log) {
       << "model: " << config.base_num_decoder_layers << " layers (" << config.first_num_dense_layers
       << " dense), embed " << config.base_emb_dim << ", mlp " << config.base_mlp_dim << ", "
       << config.moe.router.num_experts << " experts top-" << config.moe.router.top_k << ", "
-      << config.moe.shared_experts << " shared; " << parameter_count << " parameters; "
-      << config.tokens_per_step() << " tokens/step; dtype " << dtype_name(config.moe.dtype)
+      << config.moe.shared_experts << " shared; " << parameter_count << " parameters"
+      << (ranks > 1 ? " on rank 0" : "") << "; " << config.global_tokens_per_step()
+      << " tokens/step; dtype " << dtype_name(config.moe.dtype)
       << ", weights " << dtype_name(config.weight_dtype)
       << (config.moe.quantization.empty() ? "" : ", quantization " + config.moe.quantization)
       << "\n";
+  if (ranks > 1) {
+    log << "expert parallelism: " << ranks << " processes, "
+        << config.moe.router.num_experts / ranks << " experts and " << config.per_device_batch_size
+        << " sequences each, "
+        << (config.moe.use_ring_of_experts ? "ring of experts" : "all-to-all dispatch") << "\n";
+  }
   if (config.moe.router.num_experts > 0 &&
       config.base_num_decoder_layers > config.first_num_dense_layers) {
     describe_plans(config, log);
@@ -176,8 +240,11 @@ TrainResult run_training(const TrainConfig& config, std::ostream& log) {
   int64_t start = 0;
   const std::string metrics_path = (fs::path(result.run_dir) / "metrics.jsonl").string();
   if (config.enable_checkpointing) {
-    if (auto latest = latest_checkpoint(result.run_dir)) {
+    if (auto latest = agreed_checkpoint(result.run_dir, shard, comm)) {
       CheckpointData saved = load_checkpoint(*latest);
+      require(saved.shard == shard, "checkpoint", *latest,
+              "holds shard '" + saved.shard + "', not this process's '" + shard +
+                  "' (resume with the same ici_expert_parallelism)");
       auto load_into = [&](const std::string& name, std::vector<float>& target) {
         auto it = saved.blobs.find(name);
         require(it != saved.blobs.end() && it->second.size() == target.size(), "checkpoint",
@@ -193,16 +260,21 @@ TrainResult run_training(const TrainConfig& config, std::ostream& log) {
       log << "resumed from " << *latest << " (step " << start << ")\n";
     }
   }
-  if (start > 0) {
-    truncate_metrics(metrics_path, start);
-  } else {
-    write_file_atomic(metrics_path, "", 0);
+  std::ofstream metrics;
+  if (rank == 0) {
+    if (start > 0) {
+      truncate_metrics(metrics_path, start);
+    } else {
+      write_file_atomic(metrics_path, "", 0);
+    }
+    metrics.open(metrics_path, std::ios::app);
   }
-  std::ofstream metrics(metrics_path, std::ios::app);
 
   const int64_t tokens = config.tokens_per_step();
+  const int64_t global_tokens = config.global_tokens_per_step();
   for (int64_t step = start + 1; step <= config.steps; ++step) {
     const auto begin = std::chrono::steady_clock::now();
+    const double comm_before = comm ? comm->seconds() : 0;
     Batch batch;
     {
       auto scope = profile(&profiler, "data", OpKind::kData);
@@ -232,7 +304,8 @@ TrainResult run_training(const TrainConfig& config, std::ostream& log) {
     m.aux_loss = parts.aux_loss;
     m.learning_rate = lr;
     m.step_time_s = seconds;
-    m.tokens_per_s = static_cast<double>(tokens) / seconds;
+    m.tokens_per_s = static_cast<double>(global_tokens) / seconds;
+    m.comm_time_share = comm ? (comm->seconds() - comm_before) / seconds : 0;
     const double expert_s = totals.seconds_of(OpKind::kExpertGmm);
     const double dense_s = totals.seconds_of(OpKind::kDenseGmm);
     const double gmm_s = expert_s + dense_s;
@@ -249,9 +322,12 @@ TrainResult run_training(const TrainConfig& config, std::ostream& log) {
         m.max_expert_load = std::max<int64_t>(m.max_expert_load, size);
       }
     }
-    log << log_line(m, config.steps, result.loss_floor) << std::endl;
-    metrics << to_json(m).dump() << "\n";
-    metrics.flush();
+    log << log_line(m, config.steps, result.loss_floor)
+        << (comm ? " | comm " + format("%4.1f", 100 * m.comm_time_share) + "%" : "") << std::endl;
+    if (rank == 0) {
+      metrics << to_json(m).dump() << "\n";
+      metrics.flush();
+    }
     result.steps.push_back(m);
 
     if (config.enable_checkpointing &&
@@ -260,21 +336,23 @@ TrainResult run_training(const TrainConfig& config, std::ostream& log) {
       CheckpointData saved;
       saved.step = step;
       saved.updates = optimizer.update_count();
+      saved.shard = shard;
       for (auto* p : model.params()) saved.blobs["param/" + p->name] = p->value;
       for (auto& [name, blob] : optimizer.state()) saved.blobs[name] = *blob;
-      const std::string path = checkpoint_path(result.run_dir, step);
+      const std::string path = checkpoint_path(result.run_dir, step, shard);
       save_checkpoint(path, saved);
       profiler.take_totals();  // checkpoint time belongs to no step
     }
   }
 
   if (profiler.recording()) {
-    const std::string trace = (fs::path(result.run_dir) / "trace.json").string();
+    const std::string trace =
+        (fs::path(result.run_dir) / (ranks > 1 ? "trace." + shard + ".json" : "trace.json")).string();
     profiler.write_trace(trace);
     log << "trace: " << trace << " (" << profiler.event_count() << " events)\n";
   }
   if (!result.steps.empty()) {
-    double time = 0, share = 0, expert_share = 0, glue = 0, gflops = 0;
+    double time = 0, share = 0, expert_share = 0, glue = 0, gflops = 0, comm_share = 0;
     // Step 1 pays one-time allocations; the summary averages the rest.
     const size_t first = result.steps.size() > 1 ? 1 : 0;
     for (size_t i = first; i < result.steps.size(); ++i) {
@@ -283,6 +361,7 @@ TrainResult run_training(const TrainConfig& config, std::ostream& log) {
       expert_share += result.steps[i].expert_gmm_time_share;
       glue += result.steps[i].glue_time_share;
       gflops += result.steps[i].gmm_gflops;
+      comm_share += result.steps[i].comm_time_share;
     }
     const double n = static_cast<double>(result.steps.size() - first);
     const StepMetrics& last = result.steps.back();
@@ -290,10 +369,12 @@ TrainResult run_training(const TrainConfig& config, std::ostream& log) {
         << format("%.4f", result.loss_floor) << ", gap "
         << format("%.4f", last.loss - result.loss_floor) << "); mean step "
         << format("%.3f", time / n) << " s, "
-        << format("%.0f", static_cast<double>(tokens) * n / time) << " tok/s, GMM "
+        << format("%.0f", static_cast<double>(global_tokens) * n / time) << " tok/s, GMM "
         << format("%.1f", gflops / n) << " GFLOP/s, GMM share " << format("%.1f", 100 * share / n)
         << "% (experts " << format("%.1f", 100 * expert_share / n) << "%, glue "
-        << format("%.1f", 100 * glue / n) << "%)\n";
+        << format("%.1f", 100 * glue / n) << "%)"
+        << (comm ? "; communication " + format("%.1f", 100 * comm_share / n) + "% of step" : "")
+        << "\n";
   }
   return result;
 }
