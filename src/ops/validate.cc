@@ -5,92 +5,115 @@
 
 #include "raggemm/error.h"
 
+// Every check is `if (!ok) fail(...)` rather than require(...): the value and
+// message strings are then built only on failure, not on every call of a hot
+// op.
 namespace raggemm::ops {
 
 void check_tensor(const TensorView& view, const std::string& argument, int rank,
                   std::initializer_list<DType> dtypes) {
-  require(view.rank() == rank, argument, shape_string(view.shape),
-          "expected rank " + std::to_string(rank));
+  if (view.rank() != rank) {
+    fail(argument, shape_string(view.shape), "expected rank " + std::to_string(rank));
+  }
   if (std::find(dtypes.begin(), dtypes.end(), view.dtype) == dtypes.end()) {
     std::string allowed;
     for (DType d : dtypes) allowed += std::string(allowed.empty() ? "" : ", ") + dtype_name(d);
     fail(argument, dtype_name(view.dtype), "unsupported dtype (expected " + allowed + ")");
   }
   const int64_t count = checked_numel(view.shape, argument);
-  require(view.strides.size() == view.shape.size() && view.is_contiguous(), argument,
-          "strides " + shape_string(view.strides), "must be row-major contiguous");
-  require(count == 0 || view.data != nullptr, argument, "null", "data is null");
+  if (view.strides.size() != view.shape.size() || !view.is_contiguous()) {
+    fail(argument, "strides " + shape_string(view.strides), "must be row-major contiguous");
+  }
+  if (count != 0 && view.data == nullptr) fail(argument, "null", "data is null");
   // Byte offsets must fit in int64 as well.
-  require(count <= std::numeric_limits<int64_t>::max() / 8, argument, shape_string(view.shape),
-          "too many elements");
+  if (count > std::numeric_limits<int64_t>::max() / 8) {
+    fail(argument, shape_string(view.shape), "too many elements");
+  }
 }
 
 void check_dim(const TensorView& view, const std::string& argument, int axis, int64_t expected,
                const std::string& what) {
-  require(view.dim(axis) == expected, argument, shape_string(view.shape),
-          "dim " + std::to_string(axis) + " must be " + std::to_string(expected) + " (" + what +
-              ")");
+  if (view.dim(axis) != expected) {
+    fail(
+        argument, shape_string(view.shape),
+        "dim " + std::to_string(axis) + " must be " + std::to_string(expected) + " (" + what + ")");
+  }
 }
 
 std::vector<int64_t> check_group_sizes(const TensorView& group_sizes, int64_t m) {
   check_tensor(group_sizes, "group_sizes", 1, {DType::kI32, DType::kI64});
   const int64_t groups = group_sizes.dim(0);
-  require(groups >= 1, "group_sizes", shape_string(group_sizes.shape), "needs at least one group");
+  if (groups < 1) fail("group_sizes", shape_string(group_sizes.shape), "needs at least one group");
   std::vector<int64_t> starts(static_cast<size_t>(groups) + 1, 0);
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t size = group_sizes.dtype == DType::kI32 ? group_sizes.as<const int32_t>()[g]
                                                           : group_sizes.as<const int64_t>()[g];
-    require(size >= 0, "group_sizes[" + std::to_string(g) + "]", size, "must be >= 0");
-    require(size <= m - starts[g], "group_sizes", "sum > " + std::to_string(m),
-            "sum of group sizes exceeds the " + std::to_string(m) + " rows (at group " +
-                std::to_string(g) + ", size " + std::to_string(size) + ")");
+    if (size < 0) fail("group_sizes[" + std::to_string(g) + "]", to_display(size), "must be >= 0");
+    if (size > m - starts[g]) {
+      fail("group_sizes", "sum > " + std::to_string(m),
+           "sum of group sizes exceeds the " + std::to_string(m) + " rows (at group " +
+               std::to_string(g) + ", size " + std::to_string(size) + ")");
+    }
     starts[g + 1] = starts[g] + size;
   }
   return starts;
 }
 
 void check_tiles(const Tiles& tiles, const std::string& argument) {
-  const std::string shown = std::to_string(tiles.m) + "," + std::to_string(tiles.k) + "," +
-                            std::to_string(tiles.n);
   if (tiles == Tiles{}) return;  // unset: the op picks every field
+  auto reject = [&](const std::string& why) {
+    fail(argument,
+         std::to_string(tiles.m) + "," + std::to_string(tiles.k) + "," + std::to_string(tiles.n),
+         why);
+  };
   for (int64_t v : {tiles.m, tiles.k, tiles.n}) {
-    require(v > 0, argument, shown, "tile sizes must be positive (or all unset)");
-    require(v <= kMaxTile, argument, shown,
-            "tile sizes must be <= " + std::to_string(kMaxTile));
+    if (v <= 0) reject("tile sizes must be positive (or all unset)");
+    if (v > kMaxTile) reject("tile sizes must be <= " + std::to_string(kMaxTile));
   }
   // Packed blocks are m*k and k*n floats; keep each under 256 MiB.
   constexpr int64_t kMaxBlock = int64_t{1} << 26;
-  require(tiles.m * tiles.k <= kMaxBlock && tiles.k * tiles.n <= kMaxBlock &&
-              tiles.m * tiles.n <= kMaxBlock,
-          argument, shown, "tile blocks exceed the 256 MiB workspace cap");
+  if (tiles.m * tiles.k > kMaxBlock || tiles.k * tiles.n > kMaxBlock ||
+      tiles.m * tiles.n > kMaxBlock) {
+    reject("tile blocks exceed the 256 MiB workspace cap");
+  }
 }
 
 void check_threads(int threads, const std::string& argument) {
-  require(threads >= 0 && threads <= 1024, argument, threads, "must be in 0..1024 (0: default)");
+  if (threads < 0 || threads > 1024) {
+    fail(argument, to_display(threads), "must be in 0..1024 (0: default)");
+  }
 }
 
 void check_buffer_count(int input_buffer_count, const std::string& argument) {
-  require(input_buffer_count >= 1 && input_buffer_count <= 4, argument, input_buffer_count,
-          "must be in 1..4");
+  if (input_buffer_count < 1 || input_buffer_count > 4) {
+    fail(argument, to_display(input_buffer_count), "must be in 1..4");
+  }
 }
 
 int64_t check_local_groups(int64_t group_offset, int64_t local_groups, int64_t total_groups,
                            int64_t rhs_groups, const std::string& rhs_argument) {
   if (local_groups < 0) {
-    require(local_groups == -1, "local_groups", local_groups, "must be -1 or >= 0");
-    require(group_offset == 0, "group_offset", group_offset,
-            "must be 0 unless local_groups is set");
-    require(rhs_groups == total_groups, rhs_argument, rhs_groups,
-            "number of groups must equal len(group_sizes) = " + std::to_string(total_groups));
+    if (local_groups != -1) fail("local_groups", to_display(local_groups), "must be -1 or >= 0");
+    if (group_offset != 0) {
+      fail("group_offset", to_display(group_offset), "must be 0 unless local_groups is set");
+    }
+    if (rhs_groups != total_groups) {
+      fail(rhs_argument, to_display(rhs_groups),
+           "number of groups must equal len(group_sizes) = " + std::to_string(total_groups));
+    }
     return total_groups;
   }
-  require(group_offset >= 0 && group_offset <= total_groups, "group_offset", group_offset,
-          "must be in 0.." + std::to_string(total_groups));
-  require(local_groups <= total_groups - group_offset, "local_groups", local_groups,
-          "group_offset + local_groups exceeds len(group_sizes) = " +
-              std::to_string(total_groups));
-  require(rhs_groups == local_groups, rhs_argument, rhs_groups,
-          "number of groups must equal local_groups = " + std::to_string(local_groups));
+  if (group_offset < 0 || group_offset > total_groups) {
+    fail("group_offset", to_display(group_offset), "must be in 0.." + std::to_string(total_groups));
+  }
+  if (local_groups > total_groups - group_offset) {
+    fail("local_groups", to_display(local_groups),
+         "group_offset + local_groups exceeds len(group_sizes) = " + std::to_string(total_groups));
+  }
+  if (rhs_groups != local_groups) {
+    fail(rhs_argument, to_display(rhs_groups),
+         "number of groups must equal local_groups = " + std::to_string(local_groups));
+  }
   return local_groups;
 }
 
