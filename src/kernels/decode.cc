@@ -1,5 +1,6 @@
 #include "kernels/decode.h"
 
+#include "kernels/widen.h"
 #include "raggemm/dtype.h"
 #include "raggemm/error.h"
 #include "raggemm/fp8.h"
@@ -11,7 +12,14 @@ template <class Load>
 void decode_loop(const Operand& op, int64_t r, int64_t c0, int64_t count, float* out,
                  int64_t out_stride, Load load) {
   if (!op.scale.data) {
-    for (int64_t j = 0; j < count; ++j) out[j * out_stride] = load(j);
+    // The contiguous case gets its own loop so the compiler vectorizes it
+    // (with a run-time stride it did not: bf16 widening took 31% of a
+    // bf16 gmm's samples at 128 groups).
+    if (out_stride == 1) {
+      for (int64_t j = 0; j < count; ++j) out[j] = load(j);
+    } else {
+      for (int64_t j = 0; j < count; ++j) out[j * out_stride] = load(j);
+    }
     return;
   }
   const OperandScale& s = op.scale;
@@ -44,6 +52,10 @@ void decode_span(const Operand& op, int64_t r, int64_t c0, int64_t count, float*
     }
     case DType::kBF16: {
       const uint16_t* src = static_cast<const uint16_t*>(op.data) + offset;
+      if (out_stride == 1 && !op.scale.data) {
+        widen_bf16(src, count, out);
+        return;
+      }
       decode_loop(op, r, c0, count, out, out_stride,
                   [src](int64_t j) { return bf16_to_f32(src[j]); });
       return;
