@@ -75,8 +75,29 @@ class NullBuffer : public std::streambuf {
 // Resuming under expert parallelism: every rank must load the same step, the
 // newest one every rank has (a job killed between two ranks' saves leaves
 // one rank a step ahead).
+// Checkpoints another process count wrote (one process: checkpoints/*.ckpt;
+// P processes: checkpoints/rank_R_of_P/): resuming them would silently start
+// over, so it is an error instead.
+void refuse_other_process_counts(const std::string& run_dir, int ranks) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(run_dir) / "checkpoints";
+  if (!fs::is_directory(dir)) return;
+  const std::string mine = "_of_" + std::to_string(ranks);
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    const bool single = entry.is_regular_file() && name.rfind("step_", 0) == 0;
+    const bool shard = entry.is_directory() && name.rfind("rank_", 0) == 0;
+    const bool other = ranks > 1 ? single || (shard && !name.ends_with(mine)) : shard;
+    require(!other, "ici_expert_parallelism", ranks,
+            "the run's checkpoints (" + entry.path().string() +
+                ") were written with another process count; resume with the same "
+                "ici_expert_parallelism or use a new run_name");
+  }
+}
+
 std::optional<std::string> agreed_checkpoint(const std::string& run_dir, const std::string& shard,
                                              Communicator* comm) {
+  refuse_other_process_counts(run_dir, comm_size(comm));
   std::optional<std::string> latest = latest_checkpoint(run_dir, shard);
   if (comm_size(comm) == 1) return latest;
   const int64_t mine = latest ? verify_checkpoint(*latest) : 0;

@@ -141,8 +141,17 @@ TEST(ExpertParallelCheckpoint, RestartWithTheSameProcessesContinuesExactly) {
     EXPECT_EQ(resumed.steps[i].step, straight.steps[i + 2].step);
     EXPECT_EQ(resumed.steps[i].loss, straight.steps[i + 2].loss) << "step " << i + 3;
   }
-  // A shard written by another process count is refused, not misread.
+  // Checkpoints of another process count are refused, not misread or
+  // silently ignored: a P = 2 run resumed at P = 1, and the other way round.
   if (world().rank() == 0) {
+    try {
+      train::run_training(small_config(dir, "resumed", {"enable_checkpointing=true"}), log,
+                          nullptr);
+      FAIL() << "a P = 2 run resumed by one process must be refused";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.argument(), "ici_expert_parallelism");
+    }
+    // A shard file dropped where one process's checkpoints live.
     const std::filesystem::path single_dir = std::filesystem::path(dir) / "as_p1" / "checkpoints";
     std::filesystem::create_directories(single_dir);
     std::filesystem::copy_file(shard, single_dir / "step_00000002.ckpt");
@@ -151,6 +160,7 @@ TEST(ExpertParallelCheckpoint, RestartWithTheSameProcessesContinuesExactly) {
                  Error);
   }
   world().barrier();
+  EXPECT_THROW(train::run_training(small_config(dir, "as_p1", common), log, &world()), Error);
 }
 
 }  // namespace
