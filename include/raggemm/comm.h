@@ -95,8 +95,8 @@ class SingleProcessCommunicator final : public Communicator {
                     const int64_t* recv_rows, int64_t row_elems, CommType type) override;
   void do_allgatherv(const void* send, int64_t send_rows, void* recv, const int64_t* recv_rows,
                      int64_t row_elems, CommType type) override;
-  void do_reduce_scatter(const void* send, void* recv, const int64_t* recv_rows,
-                         int64_t row_elems, CommType type) override;
+  void do_reduce_scatter(const void* send, void* recv, const int64_t* recv_rows, int64_t row_elems,
+                         CommType type) override;
   void do_allreduce_sum(void*, int64_t, CommType) override {}
   void do_barrier() override {}
 };

@@ -81,7 +81,7 @@ struct TrainConfig {
   uint64_t seed = 0;
   bool enable_checkpointing = false;
   int64_t checkpoint_period = 0;
-  std::string profiler;       // "" | trace
+  std::string profiler;  // "" | trace
   // Expert parallelism (docs/expert_parallelism.md): P processes, each with
   // num_experts / P experts and per_device_batch_size sequences of the
   // global batch of P * per_device_batch_size.

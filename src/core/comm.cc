@@ -93,9 +93,9 @@ void SingleProcessCommunicator::abort(const std::string& message) {
   std::exit(2);
 }
 
-void SingleProcessCommunicator::do_alltoallv(const void* send, const int64_t* send_rows,
-                                             void* recv, const int64_t* recv_rows,
-                                             int64_t row_elems, CommType type) {
+void SingleProcessCommunicator::do_alltoallv(const void* send, const int64_t* send_rows, void* recv,
+                                             const int64_t* recv_rows, int64_t row_elems,
+                                             CommType type) {
   require(send_rows[0] == recv_rows[0], "recv_rows", recv_rows[0],
           "differs from send_rows = " + std::to_string(send_rows[0]) + " on one process");
   if (send_rows[0] == 0 || send == recv) return;

@@ -122,8 +122,8 @@ void reduce_scatter_tokens(Communicator& comm, const RingTokens& ring, const T* 
 }
 
 template <class T>
-void gather_row_range(const Permutation& perm, const T* x, int64_t dim, int64_t begin,
-                      int64_t end, T* rows) {
+void gather_row_range(const Permutation& perm, const T* x, int64_t dim, int64_t begin, int64_t end,
+                      T* rows) {
   for (int64_t r = begin; r < end; ++r) {
     std::copy_n(x + perm.token_of_row[r] * dim, dim, rows + r * dim);
   }
@@ -146,18 +146,16 @@ void slice_routing(const Routing<T>& all, int64_t num_experts, int64_t top_k, in
   out.load_balance_loss = all.load_balance_loss;
 }
 
-#define RAGGEMM_INSTANTIATE(T)                                                                   \
-  template void dispatch_rows<T>(Communicator&, const AllToAllPlan&, const T*, int64_t,          \
-                                 std::vector<T>&, T*);                                           \
-  template void return_rows<T>(Communicator&, const AllToAllPlan&, const T*, int64_t,            \
-                               std::vector<T>&, T*);                                             \
-  template void sum_routing_stats<T>(Communicator&, const RouterConfig&, Routing<T>&);           \
-  template void allgather_tokens<T>(Communicator&, const RingTokens&, const T*, int64_t, T*);    \
-  template void reduce_scatter_tokens<T>(Communicator&, const RingTokens&, const T*, int64_t,    \
-                                         T*);                                                    \
-  template void gather_row_range<T>(const Permutation&, const T*, int64_t, int64_t, int64_t,     \
-                                    T*);                                                         \
-  template void slice_routing<T>(const Routing<T>&, int64_t, int64_t, int64_t, int64_t,          \
+#define RAGGEMM_INSTANTIATE(T)                                                                     \
+  template void dispatch_rows<T>(Communicator&, const AllToAllPlan&, const T*, int64_t,            \
+                                 std::vector<T>&, T*);                                             \
+  template void return_rows<T>(Communicator&, const AllToAllPlan&, const T*, int64_t,              \
+                               std::vector<T>&, T*);                                               \
+  template void sum_routing_stats<T>(Communicator&, const RouterConfig&, Routing<T>&);             \
+  template void allgather_tokens<T>(Communicator&, const RingTokens&, const T*, int64_t, T*);      \
+  template void reduce_scatter_tokens<T>(Communicator&, const RingTokens&, const T*, int64_t, T*); \
+  template void gather_row_range<T>(const Permutation&, const T*, int64_t, int64_t, int64_t, T*);  \
+  template void slice_routing<T>(const Routing<T>&, int64_t, int64_t, int64_t, int64_t,            \
                                  Routing<T>&);
 RAGGEMM_INSTANTIATE(float)
 RAGGEMM_INSTANTIATE(double)

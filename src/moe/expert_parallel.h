@@ -81,8 +81,8 @@ void reduce_scatter_tokens(Communicator& comm, const RingTokens& ring, const T* 
 
 // rows [begin, end) of the permuted buffer: rows[r] = x[token_of_row[r]].
 template <class T>
-void gather_row_range(const Permutation& perm, const T* x, int64_t dim, int64_t begin,
-                      int64_t end, T* rows);
+void gather_row_range(const Permutation& perm, const T* x, int64_t dim, int64_t begin, int64_t end,
+                      T* rows);
 
 // The routing of tokens [first, first + tokens) of `all` (load-balancing
 // statistics stay global).

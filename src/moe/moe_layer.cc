@@ -59,7 +59,8 @@ MoeLayer<T>::Impl::Impl(std::string prefix, const MoeConfig& config_, Profiler* 
       router(config_, dense_context(config_, profiler_, DType::kF32), config_.embed_dim,
              config_.router.num_experts, {"router/fwd", "router/dlhs", "router/drhs"}) {
   validate(config);
-  if (shard.ranks > 1) exchange = config.use_ring_of_experts ? Exchange::kRing : Exchange::kAllToAll;
+  if (shard.ranks > 1)
+    exchange = config.use_ring_of_experts ? Exchange::kRing : Exchange::kAllToAll;
   const int64_t e = config.router.num_experts, d = config.embed_dim, f = config.mlp_dim;
   const int64_t local = shard.local_experts;
   gate.reset(prefix + ".gate", {d, e});
@@ -93,15 +94,15 @@ void MoeLayer<T>::Impl::prepare(int64_t nominal_rows) {
   resolved_rows = nominal_rows;
   const int64_t f = config.fused_gate_up ? 2 * config.mlp_dim : config.mlp_dim;
   wi_passes = resolve_expert_passes(config, Weight::kWi, {nominal_rows, config.embed_dim, f});
-  wo_passes = resolve_expert_passes(config, Weight::kWo,
-                                    {nominal_rows, config.embed_dim, config.mlp_dim});
+  wo_passes =
+      resolve_expert_passes(config, Weight::kWo, {nominal_rows, config.embed_dim, config.mlp_dim});
 }
 
 template <class T>
 void MoeLayer<T>::Impl::route_local() {
   auto scope = profile(profiler, "moe/route", OpKind::kGlue);
-  route(config.router, logits.data(), tokens, config.router.selection_bias ? bias.value.data() : nullptr,
-        routing);
+  route(config.router, logits.data(), tokens,
+        config.router.selection_bias ? bias.value.data() : nullptr, routing);
   build_permutation(routing.experts.data(), tokens, config.router.top_k, config.router.num_experts,
                     perm);
 }
@@ -172,8 +173,8 @@ void MoeLayer<T>::Impl::experts_backward(const T* dys, T* dx_rows) {
     dh1.resize(static_cast<size_t>(m * f));
     {
       auto scope = profile(profiler, "moe/swiglu_bwd", OpKind::kGlue);
-      swiglu_backward(h0.data() + first * f, h1.data() + first * f, dact.data() + first * f,
-                      count, f, f, dh0.data() + first * f, dh1.data() + first * f);
+      swiglu_backward(h0.data() + first * f, h1.data() + first * f, dact.data() + first * f, count,
+                      f, f, dh0.data() + first * f, dh1.data() + first * f);
     }
     grouped_grad_rhs<T>(experts, wi_passes[2], "moe/wi_0/drhs", problem(d, f), expert_xs,
                         dh0.data(), wi_0.grad.data());

@@ -39,7 +39,7 @@ struct MoeLayer<T>::Impl {
   bool fused_swiglu_forward() const;
   void prepare(int64_t rows);
   GroupedProblem problem(int64_t k, int64_t n) const {
-    return GroupedProblem{rows.group_sizes, rows.groups,       rows.m, k, n,
+    return GroupedProblem{rows.group_sizes,  rows.groups,      rows.m, k, n,
                           rows.group_offset, rows.local_groups};
   }
   int64_t local_experts() const { return shard.local_experts; }

@@ -137,10 +137,10 @@ void MoeLayer<T>::Impl::backward_ring(const T* dout, T* dx) {
   reduce_scatter_tokens(*comm, ring, dweights_all.data(), k, dweights.data());
 }
 
-#define RAGGEMM_INSTANTIATE(T)                                                  \
-  template void MoeLayer<T>::Impl::forward_all_to_all(T*);                      \
-  template void MoeLayer<T>::Impl::backward_all_to_all(const T*, T*);           \
-  template void MoeLayer<T>::Impl::forward_ring(T*);                            \
+#define RAGGEMM_INSTANTIATE(T)                                        \
+  template void MoeLayer<T>::Impl::forward_all_to_all(T*);            \
+  template void MoeLayer<T>::Impl::backward_all_to_all(const T*, T*); \
+  template void MoeLayer<T>::Impl::forward_ring(T*);                  \
   template void MoeLayer<T>::Impl::backward_ring(const T*, T*);
 RAGGEMM_INSTANTIATE(float)
 RAGGEMM_INSTANTIATE(double)

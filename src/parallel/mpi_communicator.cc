@@ -125,8 +125,8 @@ class MpiCommunicator final : public Communicator {
           "MPI_Allgatherv");
   }
 
-  void do_reduce_scatter(const void* send, void* recv, const int64_t* recv_rows,
-                         int64_t row_elems, CommType type) override {
+  void do_reduce_scatter(const void* send, void* recv, const int64_t* recv_rows, int64_t row_elems,
+                         CommType type) override {
     std::vector<int> counts(static_cast<size_t>(size_));
     for (int p = 0; p < size_; ++p) counts[p] = to_int(recv_rows[p] * row_elems, "recv_rows");
     check(MPI_Reduce_scatter(send, recv, counts.data(), mpi_type(type), MPI_SUM, MPI_COMM_WORLD),

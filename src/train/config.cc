@@ -368,10 +368,10 @@ TrainConfig resolve(const Settings& s) {
   m.fused_gate_up = to_bool(s, "fused_gate_up");
   c.ici_expert_parallelism = to_int(s, "ici_expert_parallelism", 1);
   m.use_ring_of_experts = to_bool(s, "use_ring_of_experts");
-  require(m.router.num_experts % c.ici_expert_parallelism == 0, "num_experts",
-          m.router.num_experts,
-          "must be divisible by ici_expert_parallelism=" + std::to_string(c.ici_expert_parallelism) +
-              " (each process holds num_experts / ici_expert_parallelism experts)");
+  require(
+      m.router.num_experts % c.ici_expert_parallelism == 0, "num_experts", m.router.num_experts,
+      "must be divisible by ici_expert_parallelism=" + std::to_string(c.ici_expert_parallelism) +
+          " (each process holds num_experts / ici_expert_parallelism experts)");
   m.dtype = one_of(s, "dtype", {"f32", "bf16"}) == "bf16" ? DType::kBF16 : DType::kF32;
   m.quantization = one_of(s, "quantization", {"", "fp8_full", "int8"});
   m.weight_scaling = s.get("quantization_weight_scaling");

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <ostream>
 #include <optional>
+#include <ostream>
 #include <sstream>
 #include <streambuf>
 
@@ -176,14 +176,15 @@ void autotune_missing(const TrainConfig& config, std::ostream& log) {
 
 void check_launch(const TrainConfig& config, const Communicator* comm) {
   const int ranks = comm_size(comm);
-  require(config.ici_expert_parallelism == ranks, "ici_expert_parallelism",
-          config.ici_expert_parallelism,
-          "does not match the " + std::to_string(ranks) + " process(es) of this launch (run " +
-              (config.ici_expert_parallelism > 1
-                   ? "mpirun -np " + std::to_string(config.ici_expert_parallelism) + " raggemm train"
-                   : "raggemm train without mpirun, or set ici_expert_parallelism=" +
-                         std::to_string(ranks)) +
-              ")");
+  require(
+      config.ici_expert_parallelism == ranks, "ici_expert_parallelism",
+      config.ici_expert_parallelism,
+      "does not match the " + std::to_string(ranks) + " process(es) of this launch (run " +
+          (config.ici_expert_parallelism > 1
+               ? "mpirun -np " + std::to_string(config.ici_expert_parallelism) + " raggemm train"
+               : "raggemm train without mpirun, or set ici_expert_parallelism=" +
+                     std::to_string(ranks)) +
+          ")");
   require(config.moe.router.num_experts % ranks == 0, "num_experts", config.moe.router.num_experts,
           "must be divisible by ici_expert_parallelism=" + std::to_string(ranks));
 }
@@ -240,8 +241,8 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
       << config.moe.router.num_experts << " experts top-" << config.moe.router.top_k << ", "
       << config.moe.shared_experts << " shared; " << parameter_count << " parameters"
       << (ranks > 1 ? " on rank 0" : "") << "; " << config.global_tokens_per_step()
-      << " tokens/step; dtype " << dtype_name(config.moe.dtype)
-      << ", weights " << dtype_name(config.weight_dtype)
+      << " tokens/step; dtype " << dtype_name(config.moe.dtype) << ", weights "
+      << dtype_name(config.weight_dtype)
       << (config.moe.quantization.empty() ? "" : ", quantization " + config.moe.quantization)
       << "\n";
   if (ranks > 1) {
@@ -368,7 +369,8 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
 
   if (profiler.recording()) {
     const std::string trace =
-        (fs::path(result.run_dir) / (ranks > 1 ? "trace." + shard + ".json" : "trace.json")).string();
+        (fs::path(result.run_dir) / (ranks > 1 ? "trace." + shard + ".json" : "trace.json"))
+            .string();
     profiler.write_trace(trace);
     log << "trace: " << trace << " (" << profiler.event_count() << " events)\n";
   }

@@ -50,12 +50,12 @@ Gradients first_step(const train::TrainConfig& config, Communicator* comm, int64
   m.comm = comm;
   train::Model<float> model(m, nullptr);
   model.init(config.seed);
-  const auto data = train::make_synthetic_dataset(config.vocab_size, config.synthetic_branching,
-                                                  batch, config.max_target_length, config.seed,
-                                                  shard);
+  const auto data =
+      train::make_synthetic_dataset(config.vocab_size, config.synthetic_branching, batch,
+                                    config.max_target_length, config.seed, shard);
   const train::Batch b = data->batch(0);
-  const train::LossParts parts = model.loss_and_grad(b.inputs.data(), b.targets.data(),
-                                                     batch * config.max_target_length);
+  const train::LossParts parts =
+      model.loss_and_grad(b.inputs.data(), b.targets.data(), batch * config.max_target_length);
   Gradients g;
   g.loss = parts.total;
   g.aux = parts.aux_loss;
@@ -106,10 +106,11 @@ TEST_P(ExpertParallelModelTest, FirstStepLossAndGradientsMatchOneProcess) {
   if (rank == 0) {
     double grad_max = 0;
     for (int p = 0; p < ranks; ++p) grad_max = std::max(grad_max, slots[2 * p]);
-    std::printf("[ measure ] %s: first-step loss %.6f (P=1) vs %.6f (P=2), rel diff %.2e; "
-                "gradient max rel diff %.2e (rank 0's worst: %s)\n",
-                GetParam() ? "ring" : "all_to_all", single.loss, parallel.loss, loss_error,
-                grad_max, worst_name.c_str());
+    std::printf(
+        "[ measure ] %s: first-step loss %.6f (P=1) vs %.6f (P=2), rel diff %.2e; "
+        "gradient max rel diff %.2e (rank 0's worst: %s)\n",
+        GetParam() ? "ring" : "all_to_all", single.loss, parallel.loss, loss_error, grad_max,
+        worst_name.c_str());
   }
 }
 

@@ -17,12 +17,20 @@ namespace {
 
 train::TrainConfig small_config(const std::string& dir, const std::string& run,
                                 std::vector<std::string> extra) {
-  std::vector<std::string> args = {
-      "base_output_directory=" + dir, "run_name=" + run, "steps=4",
-      "per_device_batch_size=2", "max_target_length=16", "vocab_size=64",
-      "base_emb_dim=32", "base_mlp_dim=32", "base_num_decoder_layers=2",
-      "first_num_dense_layers=0", "num_experts=4", "num_experts_per_tok=2",
-      "learning_rate=0.01", "warmup_steps_fraction=0.25"};
+  std::vector<std::string> args = {"base_output_directory=" + dir,
+                                   "run_name=" + run,
+                                   "steps=4",
+                                   "per_device_batch_size=2",
+                                   "max_target_length=16",
+                                   "vocab_size=64",
+                                   "base_emb_dim=32",
+                                   "base_mlp_dim=32",
+                                   "base_num_decoder_layers=2",
+                                   "first_num_dense_layers=0",
+                                   "num_experts=4",
+                                   "num_experts_per_tok=2",
+                                   "learning_rate=0.01",
+                                   "warmup_steps_fraction=0.25"};
   args.insert(args.end(), extra.begin(), extra.end());
   return train::resolve(train::parse_train_arguments(args));
 }
@@ -108,10 +116,10 @@ INSTANTIATE_TEST_SUITE_P(
     Exchanges, ExpertParallelTrainTest,
     ::testing::Values(TrainCase{"all_to_all", {"use_ring_of_experts=false"}},
                       TrainCase{"ring", {"use_ring_of_experts=true"}},
-                      TrainCase{"ring_sgd_sigmoid_bias_shared",
-                                {"use_ring_of_experts=true", "opt_type=sgd",
-                                 "routed_score_func=sigmoid", "routed_bias=true",
-                                 "shared_experts=1", "first_num_dense_layers=1"}},
+                      TrainCase{
+                          "ring_sgd_sigmoid_bias_shared",
+                          {"use_ring_of_experts=true", "opt_type=sgd", "routed_score_func=sigmoid",
+                           "routed_bias=true", "shared_experts=1", "first_num_dense_layers=1"}},
                       TrainCase{"all_to_all_bf16_weights", {"weight_dtype=bf16"}}),
     [](const auto& info) { return std::string(info.param.name); });
 
@@ -127,9 +135,9 @@ TEST(ExpertParallelCheckpoint, RestartWithTheSameProcessesContinuesExactly) {
   std::vector<std::string> first_half = common;
   first_half.push_back("steps=2");
   train::run_training(small_config(dir, "resumed", first_half), log, &world());
-  const std::string shard =
-      std::filesystem::path(dir) / "resumed" / "checkpoints" /
-      ("rank_" + std::to_string(world().rank()) + "_of_2") / "step_00000002.ckpt";
+  const std::string shard = std::filesystem::path(dir) / "resumed" / "checkpoints" /
+                            ("rank_" + std::to_string(world().rank()) + "_of_2") /
+                            "step_00000002.ckpt";
   ASSERT_TRUE(std::filesystem::exists(shard)) << shard;
   EXPECT_EQ(train::verify_checkpoint(shard), 2);
   const train::TrainResult resumed =
@@ -155,8 +163,8 @@ TEST(ExpertParallelCheckpoint, RestartWithTheSameProcessesContinuesExactly) {
     const std::filesystem::path single_dir = std::filesystem::path(dir) / "as_p1" / "checkpoints";
     std::filesystem::create_directories(single_dir);
     std::filesystem::copy_file(shard, single_dir / "step_00000002.ckpt");
-    EXPECT_THROW(train::run_training(small_config(dir, "as_p1", {"enable_checkpointing=true"}),
-                                     log, nullptr),
+    EXPECT_THROW(train::run_training(small_config(dir, "as_p1", {"enable_checkpointing=true"}), log,
+                                     nullptr),
                  Error);
   }
   world().barrier();

@@ -40,8 +40,8 @@ Communicator& world() { return *g_world; }
 std::string shared_temp_dir(const std::string& name) {
   int64_t pid = world().rank() == 0 ? static_cast<int64_t>(getpid()) : 0;
   world().allreduce_sum(&pid, 1);
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("raggemm_ep_" + std::to_string(pid) + "_" + name);
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("raggemm_ep_" + std::to_string(pid) + "_" + name);
   if (world().rank() == 0) {
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
