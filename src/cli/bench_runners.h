@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli/bench_problem.h"
+#include "cli/common.h"
 #include "raggemm/gmm.h"
 #include "raggemm/tensor.h"
 
@@ -42,20 +43,12 @@ inline void run_ours(BenchOp op, const TensorView& a, const TensorView& b,
                      const TensorView& group_sizes, const TensorView& out, const Tiles& tiles,
                      KernelVersion kernel, int threads, int buffers) {
   if (op == BenchOp::kTgmm) {
-    TgmmOptions options;
-    options.tiles = tiles;
-    options.kernel = kernel;
-    options.threads = threads;
-    options.input_buffer_count = buffers;
-    tgmm_into(a, b, group_sizes, out, options);
+    tgmm_into(a, b, group_sizes, out,
+              cli::kernel_options<TgmmOptions>(tiles, kernel, threads, buffers));
     return;
   }
-  GmmOptions options;
+  GmmOptions options = cli::kernel_options<GmmOptions>(tiles, kernel, threads, buffers);
   options.transpose_rhs = op == BenchOp::kDlhs;
-  options.tiles = tiles;
-  options.kernel = kernel;
-  options.threads = threads;
-  options.input_buffer_count = buffers;
   gmm_into(a, b, group_sizes, out, options);
 }
 

@@ -60,6 +60,18 @@ struct KernelSettings {
 void add_kernel_flags(CLI::App& app, KernelFlags& flags);
 KernelSettings parse_kernel_flags(const KernelFlags& flags);
 
+// Op options (GmmOptions or TgmmOptions) with the kernel fields set and the
+// rest at their defaults.
+template <class Options>
+Options kernel_options(const Tiles& tiles, KernelVersion kernel, int threads, int buffers) {
+  Options options;
+  options.tiles = tiles;
+  options.kernel = kernel;
+  options.threads = threads;
+  options.input_buffer_count = buffers;
+  return options;
+}
+
 // Reads a float32 .npy of the given rank; `dims` names the expected shape
 // in errors (e.g. "[M,K]").
 Tensor load_f32_array(const std::string& path, const std::string& argument, int rank,

@@ -55,12 +55,8 @@ template <class Options>
 Options op_options(const ComputeFlags& flags, ComputeSettings settings, const OpProblem& problem) {
   fill_unset_from_tune_cache(problem, settings.quant.has_value(), flags.no_cache, flags.kernel,
                              settings.kernel);
-  Options options;
-  options.tiles = settings.kernel.tiles;
-  options.kernel = settings.kernel.kernel;
-  options.threads = settings.kernel.threads;
-  options.input_buffer_count = settings.kernel.buffers;
-  return options;
+  const KernelSettings& kernel = settings.kernel;
+  return kernel_options<Options>(kernel.tiles, kernel.kernel, kernel.threads, kernel.buffers);
 }
 
 // Writes the f32 result atomically to --out (a failure names --out and leaves

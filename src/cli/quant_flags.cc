@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cli/bench_problem.h"
+#include "cli/common.h"
 #include "raggemm/error.h"
 
 namespace raggemm::cli {
@@ -105,22 +106,14 @@ QuantBenchTimes QuantBench::time(const TensorView& group_sizes, Tensor* out, con
     const auto start = std::chrono::steady_clock::now();
     double quantize_seconds = 0;
     if (op_ == 2) {
-      TgmmOptions options;
-      options.tiles = tiles;
-      options.kernel = kernel;
-      options.threads = threads;
-      options.input_buffer_count = buffers;
+      const auto options = kernel_options<TgmmOptions>(tiles, kernel, threads, buffers);
       QuantizedTgmmOperands operands =
           prepare_quantized_tgmm(a_, b_activations_, group_sizes, options, quant);
       quantize_seconds = seconds_since(start);
       *out = run_quantized_tgmm(operands, group_sizes, options);
     } else {
-      GmmOptions options;
+      GmmOptions options = kernel_options<GmmOptions>(tiles, kernel, threads, buffers);
       options.transpose_rhs = op_ == 1;
-      options.tiles = tiles;
-      options.kernel = kernel;
-      options.threads = threads;
-      options.input_buffer_count = buffers;
       QuantizedGmmOperands operands =
           prepare_quantized_gmm(a_, weight_, group_sizes, options, quant);
       quantize_seconds = seconds_since(start);
