@@ -1,7 +1,8 @@
 // Every way to hand `raggemm gmm`, `raggemm tgmm` and `raggemm bench` bad
-// input: each must print exactly one line, starting with "error:", that names
-// the argument and the offending value; exit with status 2; print nothing on
-// stdout; and leave no output file (nor a temporary one) behind.
+// input, and every command that writes a .npy failing to write it: each must
+// print exactly one line, starting with "error:", that names the argument and
+// the offending value; exit with status 2; print nothing on stdout; and leave
+// no output file (nor a temporary one) behind.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -70,13 +71,39 @@ void write_fixtures(const TempDir& dir) {
   write_text(dir.file("l_text.npy"), "lhs,values\n1,2\n");
   write_text(dir.file("empty.npy"), "");
   std::filesystem::create_directory(dir.path() / "a_folder");
+  // Valid inputs whose outputs are all over 2 KiB (see kSmallFileLimit):
+  // gmm [64,32], tgmm [2,32,32], quantize codes [128,64], dequantize [128,64].
+  auto constant = [](DType dtype, Shape shape, int value) {
+    Tensor t(dtype, std::move(shape));
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (dtype == DType::kF32) t.as<float>()[i] = static_cast<float>(value);
+      if (dtype == DType::kI32) t.as<int32_t>()[i] = value;
+      if (dtype == DType::kU8) t.as<uint8_t>()[i] = static_cast<uint8_t>(value);
+    }
+    return t;
+  };
+  save("big_l.npy", constant(DType::kF32, {64, 32}, 1));
+  save("big_r.npy", constant(DType::kF32, {2, 32, 32}, 1));
+  save("big_d.npy", constant(DType::kF32, {64, 32}, 1));
+  save("big_s.npy", constant(DType::kI32, {2}, 32));
+  save("big_x.npy", constant(DType::kF32, {128, 64}, 1));
+  save("big_codes.npy", constant(DType::kU8, {128, 64}, 56));
+  save("big_scales.npy", constant(DType::kF32, {128, 1}, 1));
 }
+
+// Runs the command under a file size limit of one block (512 bytes under
+// dash, 1024 under bash): the atomic writer creates its temporary file but
+// writing the output fails (EFBIG; SIGXFSZ is ignored so that the write
+// returns an error instead of killing the process). The one error line still
+// fits on stderr.
+const char kSmallFileLimit[] = "trap '' XFSZ && ulimit -f 1";
 
 struct ErrorCase {
   std::string name;
   std::vector<std::string> args;
   std::string argument;  // must appear in the error line
   std::string value;     // must appear too ("" when the argument is all)
+  std::string shell_setup = "";  // run first in the same shell (see run_cli)
 };
 
 std::ostream& operator<<(std::ostream& out, const ErrorCase& c) { return out << c.name; }
@@ -130,7 +157,7 @@ TEST_P(CliErrorTest, OneLineNamingArgumentExitTwoNoOutput) {
   TempDir dir;
   write_fixtures(dir);
   const std::set<std::string> before = listing(dir);
-  CliResult result = run_cli(dir, c.args);
+  CliResult result = run_cli(dir, c.args, c.shell_setup);
   EXPECT_EQ(result.exit_code, 2) << result.err;
   EXPECT_EQ(result.out, "");
   ASSERT_FALSE(result.err.empty());
@@ -254,6 +281,20 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"warmup_negative", bench({{"--warmup", "-1"}}), "--warmup", "-1"},
         ErrorCase{"buffers_zero", bench({{"--buffers", "0"}}), "--buffers", "0"},
         ErrorCase{"unknown_flag", bench({{"--jsn", ""}}), "--jsn", ""}),
+    [](const ::testing::TestParamInfo<ErrorCase>& info) { return info.param.name; });
+
+// All inputs valid; writing the output fails. /proc/self is a folder (so
+// the up-front path check passes) where no file can be created.
+INSTANTIATE_TEST_SUITE_P(
+    WriteFails, CliErrorTest,
+    ::testing::Values(
+        ErrorCase{"gmm_write", gmm("big_l.npy", "big_r.npy", "big_s.npy"), "--out", "o.npy", kSmallFileLimit},
+        ErrorCase{"dlhs_write", with(gmm("big_l.npy", "big_r.npy", "big_s.npy"), {"--transpose-rhs"}), "--out", "o.npy", kSmallFileLimit},
+        ErrorCase{"tgmm_write", tgmm("big_l.npy", "big_d.npy", "big_s.npy"), "--out", "o.npy", kSmallFileLimit},
+        ErrorCase{"quantize_codes_write", {"quantize", "--in", "big_x.npy", "--out", "o.npy", "--scales", "q.npy", "--type", "fp8_e4m3", "--granularity", "channel:0"}, "--out", "o.npy", kSmallFileLimit},
+        ErrorCase{"dequantize_write", {"dequantize", "--in", "big_codes.npy", "--scales", "big_scales.npy", "--type", "fp8_e4m3", "--out", "o.npy"}, "--out", "o.npy", kSmallFileLimit},
+        ErrorCase{"gmm_cannot_create", {"gmm", "--lhs", "l.npy", "--rhs", "r.npy", "--group-sizes", "s.npy", "--out", "/proc/self/o.npy"}, "--out", "/proc/self/o.npy"},
+        ErrorCase{"tgmm_cannot_create", {"tgmm", "--lhs", "l.npy", "--dout", "d.npy", "--group-sizes", "s.npy", "--out", "/proc/self/o.npy"}, "--out", "/proc/self/o.npy"}),
     [](const ::testing::TestParamInfo<ErrorCase>& info) { return info.param.name; });
 
 INSTANTIATE_TEST_SUITE_P(

@@ -48,6 +48,17 @@ class AtomicWriteTest : public testing::Test {
     write_file_atomic(path.string(), text.data(), text.size());
   }
 
+  // Writing to `target` must throw an Error naming "path" and the target.
+  static void expect_put_fails(const fs::path& target) {
+    try {
+      put(target, "data");
+      FAIL() << "expected an Error";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.argument(), "path");
+      EXPECT_EQ(error.value(), target.string());
+    }
+  }
+
   fs::path dir_;
 };
 
@@ -72,13 +83,7 @@ TEST_F(AtomicWriteTest, WritesAnEmptyFile) {
 
 TEST_F(AtomicWriteTest, MissingDirectoryNamesThePathAndCreatesNothing) {
   fs::path target = dir_ / "no_such_dir" / "out.npy";
-  try {
-    put(target, "data");
-    FAIL() << "expected an Error";
-  } catch (const Error& error) {
-    EXPECT_EQ(error.argument(), "path");
-    EXPECT_EQ(error.value(), target.string());
-  }
+  expect_put_fails(target);
   EXPECT_TRUE(entries().empty());
 }
 
@@ -88,13 +93,7 @@ TEST_F(AtomicWriteTest, FailedRenameRemovesTempAndKeepsTarget) {
   fs::path target = dir_ / "out.npy";
   fs::create_directories(target);
   put(target / "keep.txt", "precious");
-  try {
-    put(target, "data");
-    FAIL() << "expected an Error";
-  } catch (const Error& error) {
-    EXPECT_EQ(error.argument(), "path");
-    EXPECT_EQ(error.value(), target.string());
-  }
+  expect_put_fails(target);
   EXPECT_EQ(entries(), std::set<std::string>{"out.npy"});
   EXPECT_EQ(contents(target / "keep.txt"), "precious");
 }
