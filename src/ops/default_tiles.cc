@@ -8,7 +8,7 @@ namespace raggemm::ops {
 
 Tiles fill_default_tiles(Tiles requested, OpKind op, int64_t m, int64_t k, int64_t n,
                          const std::vector<int64_t>& starts, int64_t group_offset,
-                         int64_t local_groups, int threads) {
+                         int64_t local_groups, KernelVersion kernel, int threads) {
   if (requested.m > 0 && requested.k > 0 && requested.n > 0) return requested;
   GmmShape shape;
   shape.pass = op == OpKind::kGmm ? Pass::kForward : Pass::kGradRhs;
@@ -21,7 +21,7 @@ Tiles fill_default_tiles(Tiles requested, OpKind op, int64_t m, int64_t k, int64
     shape.group_sizes.push_back(
         static_cast<int32_t>(starts[group_offset + g + 1] - starts[group_offset + g]));
   }
-  const Tiles heuristic = tune::heuristic(shape, tune::this_machine(std::max(1, threads))).tiles;
+  const Tiles heuristic = tune::heuristic(shape, tune::this_machine(std::max(1, threads)), kernel).tiles;
   Tiles t = requested;
   if (t.m == 0) t.m = heuristic.m;
   if (t.k == 0) t.k = heuristic.k;

@@ -14,10 +14,10 @@ enum class OpKind { kGmm, kTgmm };
 // Fills the unset (zero) fields of `requested` for a problem in kernel terms
 // (gmm: m rows, k contracted, n output columns; tgmm: m = K, k = tokens,
 // n = N) whose local groups are rows starts[offset + g] .. starts[offset + g
-// + 1]. The thread count may change only the n tile, which never changes a
+// + 1], run by `kernel`. The thread count may change only the n tile, which never changes a
 // value, so results stay independent of the thread count.
 Tiles fill_default_tiles(Tiles requested, OpKind op, int64_t m, int64_t k, int64_t n,
                          const std::vector<int64_t>& starts, int64_t group_offset,
-                         int64_t local_groups, int threads);
+                         int64_t local_groups, KernelVersion kernel, int threads);
 
 }  // namespace raggemm::ops

@@ -122,7 +122,7 @@ void gmm_into(const TensorView& lhs, const TensorView& rhs, const TensorView& gr
   kernels::Schedule schedule;
   schedule.threads = resolve_threads(o.threads);
   schedule.tiles = ops::fill_default_tiles(o.tiles, ops::OpKind::kGmm, s.m, s.k, s.out_cols,
-                                           s.starts, o.group_offset, s.local_groups,
+                                           s.starts, o.group_offset, s.local_groups, o.kernel,
                                            schedule.threads);
   schedule.input_buffer_count = o.input_buffer_count;
   if (o.kernel == KernelVersion::kV1) {
@@ -165,7 +165,8 @@ void tgmm_into(const TensorView& lhs, const TensorView& dout, const TensorView& 
   // Kernel terms: m tiles K, k tiles the tokens, n tiles N.
   schedule.threads = resolve_threads(o.threads);
   schedule.tiles = ops::fill_default_tiles(o.tiles, ops::OpKind::kTgmm, s.k, s.m, s.n, s.starts,
-                                           o.group_offset, s.local_groups, schedule.threads);
+                                           o.group_offset, s.local_groups, o.kernel,
+                                           schedule.threads);
   schedule.input_buffer_count = o.input_buffer_count;
   if (o.kernel == KernelVersion::kV1) {
     kernels::tgmm_v1(p, schedule);

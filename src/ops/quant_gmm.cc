@@ -80,10 +80,10 @@ std::string kernel_setting(KernelVersion kernel) { return kernel_name(kernel); }
 // to a multiple of the block. Returns the tiles to run.
 Tiles resolve_tiles(const Tiles& requested, ops::OpKind op, int64_t m, int64_t k, int64_t n,
                     const std::vector<int64_t>& starts, int64_t group_offset,
-                    int64_t local_groups, int threads, int64_t k_block,
-                    const std::string& block_setting) {
+                    int64_t local_groups, KernelVersion kernel, int threads,
+                    int64_t k_block, const std::string& block_setting) {
   Tiles tiles = ops::fill_default_tiles(requested, op, m, k, n, starts, group_offset,
-                                        local_groups, threads);
+                                        local_groups, kernel, threads);
   if (k_block <= 0 || tiles.k >= k || tiles.k % k_block == 0) return tiles;
   if (requested.k != 0) {
     fail("tiles",
@@ -210,8 +210,8 @@ QuantizedGmmOperands prepare_quantized_gmm(const TensorView& lhs, const Quantize
   std::string setting;
   const int64_t block = contracted_block(weight, options, quant, &setting);
   resolve_tiles(options.tiles, ops::OpKind::kGmm, s.m, s.k, s.out_cols, s.starts,
-                options.group_offset, s.local_groups, resolve_threads(options.threads), block,
-                setting);
+                options.group_offset, s.local_groups, options.kernel,
+                resolve_threads(options.threads), block, setting);
   QuantizedGmmOperands operands;
   operands.rhs = weight;
   if (!options.transpose_rhs) {
@@ -257,7 +257,8 @@ Tensor run_quantized_gmm(const QuantizedGmmOperands& operands, const TensorView&
   kernels::Schedule schedule;
   schedule.threads = resolve_threads(o.threads);
   schedule.tiles = resolve_tiles(o.tiles, ops::OpKind::kGmm, s.m, s.k, s.out_cols, s.starts,
-                                 o.group_offset, s.local_groups, schedule.threads, block, setting);
+                                 o.group_offset, s.local_groups, o.kernel, schedule.threads, block,
+                                 setting);
   schedule.input_buffer_count = o.input_buffer_count;
   Tensor out(DType::kF32, {s.m, s.out_cols});
 
@@ -402,7 +403,8 @@ Tensor run_quantized_tgmm(const QuantizedTgmmOperands& operands, const TensorVie
   kernels::Schedule schedule;
   schedule.threads = resolve_threads(o.threads);
   schedule.tiles = ops::fill_default_tiles(o.tiles, ops::OpKind::kTgmm, s.k, s.m, s.n, s.starts,
-                                           o.group_offset, s.local_groups, schedule.threads);
+                                           o.group_offset, s.local_groups, o.kernel,
+                                           schedule.threads);
   schedule.input_buffer_count = o.input_buffer_count;
   if (o.kernel == KernelVersion::kV1) {
     kernels::tgmm_v1(p, schedule);

@@ -156,7 +156,8 @@ double v1_row_waste(const std::vector<int64_t>& group_sizes, int64_t tile) {
   return static_cast<double>(computed) / static_cast<double>(total) - 1.0;
 }
 
-ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine) {
+ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine,
+                             std::optional<KernelVersion> kernel) {
   const int64_t mr = machine.mr, nr = machine.nr;
   const Tiles extents = kernel_extents(shape);
   const std::vector<int64_t> sizes = representative_group_sizes(shape);
@@ -195,19 +196,28 @@ ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine)
   const int64_t n_limit = std::max(nr, round_down(l3_b / (config.tiles.k * kFloatBytes), nr));
   config.tiles.n = balanced_tile(extents.n, n_limit, nr);
 
-  // Enough work items for the threads: the drivers spread (group, m-tile,
-  // n-tile) items over threads, so split n further while there are fewer
-  // than two items per thread.
+  if (kernel) config.kernel = *kernel;
+  // Enough work items for the threads: the drivers spread items over
+  // threads (v2: (group, m-tile, n-tile); v1 gmm: (global m-tile, n-tile);
+  // v1 tgmm: (K-tile, N-tile), all groups inside one item), so split n
+  // further while there are fewer than two items per thread.
   auto items = [&] {
-    int64_t m_tiles = 0;
-    if (shape.pass != Pass::kGradRhs) {
-      for (int64_t size : sizes) m_tiles += (size + config.tiles.m - 1) / config.tiles.m;
-    } else {
-      int64_t nonempty = 0;
-      for (int64_t size : sizes) nonempty += size > 0;
-      m_tiles = nonempty * ((extents.m + config.tiles.m - 1) / config.tiles.m);
+    const int64_t n_tiles = (extents.n + config.tiles.n - 1) / config.tiles.n;
+    int64_t total = 0, nonempty = 0;
+    for (int64_t size : sizes) {
+      total += size;
+      nonempty += size > 0;
     }
-    return m_tiles * ((extents.n + config.tiles.n - 1) / config.tiles.n);
+    if (shape.pass == Pass::kGradRhs) {
+      const int64_t m_tiles = (extents.m + config.tiles.m - 1) / config.tiles.m;
+      return (config.kernel == KernelVersion::kV1 ? 1 : nonempty) * m_tiles * n_tiles;
+    }
+    if (config.kernel == KernelVersion::kV1) {
+      return (total + config.tiles.m - 1) / config.tiles.m * n_tiles;
+    }
+    int64_t m_tiles = 0;
+    for (int64_t size : sizes) m_tiles += (size + config.tiles.m - 1) / config.tiles.m;
+    return m_tiles * n_tiles;
   };
   while (items() < 2 * machine.threads && config.tiles.n > nr) {
     config.tiles.n = round_up(config.tiles.n / 2, nr);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "raggemm/plan.h"
@@ -32,6 +33,10 @@ std::vector<int64_t> representative_group_sizes(const GmmShape& shape);
 // per group it touches (masked), so its whole height is paid again.
 double v1_row_waste(const std::vector<int64_t>& group_sizes, int64_t tile);
 
-ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine);
+// `kernel`, when given, is the generation that will run (an explicit
+// setting): the tiles are then chosen for it instead of the heuristic's own
+// pick (v1 and v2 split the work into different items).
+ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine,
+                             std::optional<KernelVersion> kernel = std::nullopt);
 
 }  // namespace raggemm::tune

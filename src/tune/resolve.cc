@@ -52,7 +52,10 @@ ResolvedPassConfig heuristic_config(const GmmShape& shape) {
 ResolvedPassConfig resolve_problem(const GmmShape& shape, const KernelOverrides& overrides,
                                    const TuneCache* cache) {
   check_overrides(overrides);
-  ResolvedPassConfig config = heuristic_config(shape);
+  // An explicit kernel is known before the heuristic runs, so its tiles fit
+  // the generation that will run.
+  check_shape(shape);
+  ResolvedPassConfig config = tune::heuristic(shape, tune::this_machine(), overrides.kernel);
   auto& source = config.source;
 
   if (cache) {

@@ -200,6 +200,8 @@ TEST(KernelTargets, EveryRunnableTargetMatchesReference) {
       for (KernelVersion kernel : {KernelVersion::kV1, KernelVersion::kV2}) {
         for (Pass pass : {Pass::kFwd, Pass::kDlhs, Pass::kDrhs}) {
           check_pass(c, pass, kernel, DType::kF32);
+          // bf16 widening and the interleaving packers are per target too.
+          check_pass(c, pass, kernel, DType::kBF16);
         }
       }
     }
