@@ -11,10 +11,12 @@ Tiles fill_default_tiles(Tiles requested, OpKind op, int64_t m, int64_t k, int64
                          int64_t local_groups, KernelVersion kernel, int threads) {
   if (requested.m > 0 && requested.k > 0 && requested.n > 0) return requested;
   GmmShape shape;
-  shape.pass = op == OpKind::kGmm ? Pass::kForward : Pass::kGradRhs;
+  const bool tgmm = op == OpKind::kTgmm;
+  shape.pass = tgmm ? Pass::kGradRhs
+                    : op == OpKind::kGmmTransposedRhs ? Pass::kGradLhs : Pass::kForward;
   // GmmShape is in op terms: tgmm's tokens are its m, its K its k.
-  shape.m = op == OpKind::kGmm ? m : k;
-  shape.k = op == OpKind::kGmm ? k : m;
+  shape.m = tgmm ? k : m;
+  shape.k = tgmm ? m : k;
   shape.n = n;
   shape.groups = local_groups;
   for (int64_t g = 0; g < local_groups; ++g) {

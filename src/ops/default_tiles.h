@@ -9,7 +9,12 @@
 
 namespace raggemm::ops {
 
-enum class OpKind { kGmm, kTgmm };
+// gmm with rhs as stored, gmm with transposed rhs (dlhs), tgmm.
+enum class OpKind { kGmm, kGmmTransposedRhs, kTgmm };
+
+inline OpKind gmm_kind(bool transpose_rhs) {
+  return transpose_rhs ? OpKind::kGmmTransposedRhs : OpKind::kGmm;
+}
 
 // Fills the unset (zero) fields of `requested` for a problem in kernel terms
 // (gmm: m rows, k contracted, n output columns; tgmm: m = K, k = tokens,

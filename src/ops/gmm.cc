@@ -121,7 +121,7 @@ void gmm_into(const TensorView& lhs, const TensorView& rhs, const TensorView& gr
 
   kernels::Schedule schedule;
   schedule.threads = resolve_threads(o.threads);
-  schedule.tiles = ops::fill_default_tiles(o.tiles, ops::OpKind::kGmm, s.m, s.k, s.out_cols,
+  schedule.tiles = ops::fill_default_tiles(o.tiles, ops::gmm_kind(o.transpose_rhs), s.m, s.k, s.out_cols,
                                            s.starts, o.group_offset, s.local_groups, o.kernel,
                                            schedule.threads);
   schedule.input_buffer_count = o.input_buffer_count;

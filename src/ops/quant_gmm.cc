@@ -209,7 +209,7 @@ QuantizedGmmOperands prepare_quantized_gmm(const TensorView& lhs, const Quantize
   const PassShape s = check_gmm_pass(lhs, weight, group_sizes, options, quant);
   std::string setting;
   const int64_t block = contracted_block(weight, options, quant, &setting);
-  resolve_tiles(options.tiles, ops::OpKind::kGmm, s.m, s.k, s.out_cols, s.starts,
+  resolve_tiles(options.tiles, ops::gmm_kind(options.transpose_rhs), s.m, s.k, s.out_cols, s.starts,
                 options.group_offset, s.local_groups, options.kernel,
                 resolve_threads(options.threads), block, setting);
   QuantizedGmmOperands operands;
@@ -256,7 +256,7 @@ Tensor run_quantized_gmm(const QuantizedGmmOperands& operands, const TensorView&
   const int64_t block = contracted_block(weight, o, quant, &setting);
   kernels::Schedule schedule;
   schedule.threads = resolve_threads(o.threads);
-  schedule.tiles = resolve_tiles(o.tiles, ops::OpKind::kGmm, s.m, s.k, s.out_cols, s.starts,
+  schedule.tiles = resolve_tiles(o.tiles, ops::gmm_kind(o.transpose_rhs), s.m, s.k, s.out_cols, s.starts,
                                  o.group_offset, s.local_groups, o.kernel, schedule.threads, block,
                                  setting);
   schedule.input_buffer_count = o.input_buffer_count;

@@ -68,10 +68,18 @@ TEST(Heuristic, TilesRespectTheCachesAndTheRegisterTile) {
       // The A micro-panel fits half of L1 and the B micro-panel an eighth of
       // L2; the packed A block fits 40% of L2 (tgmm's may fill L2, up to one
       // register-tile rounding); each thread's packed B block half of L3.
-      EXPECT_LE(machine.mr * t.k * 4, machine.caches.l1d / 2);
+      // (dlhs takes whole rows of its contracted dim instead while the B
+      // micro-panel stays within its share.)
+      if (pass == Pass::kGradLhs) {
+        EXPECT_EQ(t.k, 1024);
+      } else {
+        EXPECT_LE(machine.mr * t.k * 4, machine.caches.l1d / 2);
+      }
       EXPECT_LE(machine.nr * t.k * 4, machine.caches.l2 / 8);
       if (pass == Pass::kGradRhs) {
         EXPECT_LE((t.m - machine.mr) * t.k * 4, machine.caches.l2);
+      } else if (pass == Pass::kGradLhs) {  // m sized for the regular k (512)
+        EXPECT_LE(t.m * 512 * 4, machine.caches.l2 * 4 / 10);
       } else {
         EXPECT_LE(t.m * t.k * 4, machine.caches.l2 * 4 / 10);
       }
@@ -122,6 +130,14 @@ TEST(Heuristic, ZenLikeMachineGetsTheMeasuredShapes) {
       heuristic(gmm_shape(Pass::kForward, 4096, 2048, 768, skewed(8, 4096)), machine);
   EXPECT_EQ(wide.tiles.k, 512);
   EXPECT_EQ(wide.tiles.n, 768);
+  // dlhs contracts N = 768 of the stored rows: one whole-row slice.
+  const ResolvedPassConfig dlhs =
+      heuristic(gmm_shape(Pass::kGradLhs, 4096, 768, 2048, skewed(8, 4096)), machine);
+  EXPECT_EQ(dlhs.tiles.k, 768);
+  EXPECT_EQ(dlhs.tiles.n, 2048);
+  const ResolvedPassConfig long_rows =
+      heuristic(gmm_shape(Pass::kGradLhs, 4096, 4096, 1024, skewed(8, 4096)), machine);
+  EXPECT_EQ(long_rows.tiles.k, 512);  // beyond the B micro-panel's share
 }
 
 TEST(Heuristic, BiggerL1GivesLongerK) {
