@@ -8,11 +8,20 @@
 
 namespace raggemm::kernels {
 
+// A region of source memory the caller packs next: `lines` 64-byte lines in
+// rows of 2^row_shift lines, row_stride bytes apart (see PrefetchStream).
+struct NextSource {
+  PrefetchStream start;  // start.base == nullptr: nothing to stream
+  int64_t lines = 0;
+};
+
 // C[0:rows, 0:cols] (= or +=) A_packed (rows x kc) * B_packed (kc x cols).
 // prefetch_depth = input_buffer_count - 1: how many A micro-panels ahead of
-// the one being multiplied are prefetched (0: none).
+// the one being multiplied are prefetched (0: none). `next` is handed to the
+// microkernel calls in turn, kc lines each, so it arrives in cache while the
+// FMAs run (the packing that reads it is then not waiting on DRAM).
 void macro_kernel(const Microkernel& uk, int64_t kc, const float* a_packed, int64_t rows,
                   const float* b_packed, int64_t cols, float* c, int64_t ldc, bool accumulate,
-                  int prefetch_depth);
+                  int prefetch_depth, const NextSource& next = {});
 
 }  // namespace raggemm::kernels

@@ -25,7 +25,7 @@ constexpr int kMR = kMaxLanes >= 16 ? 12 : 6;
 template <int R>
 HWY_NOINLINE void Tile(int64_t kc, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
                        float* HWY_RESTRICT c, int64_t ldc, int cols, bool accumulate,
-                       const float* prefetch) {
+                       const float* prefetch, const PrefetchStream* stream) {
   const DF d;
   using V = hn::Vec<DF>;
   const size_t N = hn::Lanes(d);
@@ -38,8 +38,15 @@ HWY_NOINLINE void Tile(int64_t kc, const float* HWY_RESTRICT a, const float* HWY
     acc0[i] = hn::Zero(d);
     acc1[i] = hn::Zero(d);
   }
+  const int64_t line_mask = stream ? (int64_t{1} << stream->row_shift) - 1 : 0;
   for (int64_t p = 0; p < kc; ++p) {
     if (prefetch && (p & 3) == 0) hwy::Prefetch(prefetch + p * kMR);
+    if (stream) {
+      // Towards L2 (prefetcht1): the chunk is larger than L1.
+      __builtin_prefetch(stream->base + (p >> stream->row_shift) * stream->row_stride +
+                             (p & line_mask) * 64,
+                         0, 2);
+    }
     const V b0 = hn::Load(d, b + p * 2 * N);
     const V b1 = hn::Load(d, b + p * 2 * N + N);
     const float* ap = a + p * kMR;
@@ -76,18 +83,18 @@ HWY_NOINLINE void Tile(int64_t kc, const float* HWY_RESTRICT a, const float* HWY
 }
 
 void Run(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int rows, int cols,
-         bool accumulate, const float* prefetch) {
+         bool accumulate, const float* prefetch, const PrefetchStream* stream) {
   using Fn = void (*)(int64_t, const float*, const float*, float*, int64_t, int, bool,
-                      const float*);
+                      const float*, const PrefetchStream*);
   if constexpr (kMR == 12) {
     static constexpr Fn kByRows[] = {nullptr,  &Tile<1>, &Tile<2>, &Tile<3>,  &Tile<4>,
                                      &Tile<5>, &Tile<6>, &Tile<7>, &Tile<8>,  &Tile<9>,
                                      &Tile<10>, &Tile<11>, &Tile<12>};
-    kByRows[rows](kc, a, b, c, ldc, cols, accumulate, prefetch);
+    kByRows[rows](kc, a, b, c, ldc, cols, accumulate, prefetch, stream);
   } else {
     static constexpr Fn kByRows[] = {nullptr,  &Tile<1>, &Tile<2>, &Tile<3>,
                                      &Tile<4>, &Tile<5>, &Tile<6>};
-    kByRows[rows](kc, a, b, c, ldc, cols, accumulate, prefetch);
+    kByRows[rows](kc, a, b, c, ldc, cols, accumulate, prefetch, stream);
   }
 }
 

@@ -18,9 +18,22 @@
 
 namespace raggemm::kernels {
 
+// Source memory the caller packs next, streamed towards the caches one
+// 64-byte line per k step while the FMAs run: line p of a call is at
+// base + (p >> row_shift) * row_stride + (p & ((1 << row_shift) - 1)) * 64,
+// i.e. rows of 2^row_shift lines, row_stride bytes apart (row_shift 0 and
+// row_stride 64: one contiguous range).
+struct PrefetchStream {
+  const char* base = nullptr;
+  int64_t row_stride = 64;
+  int row_shift = 0;
+};
+
+// prefetch: the A micro-panel multiplied input_buffer_count - 1 calls later,
+// or null. stream: see PrefetchStream, or null.
 using MicrokernelFn = void (*)(int64_t kc, const float* a, const float* b, float* c,
                                int64_t ldc, int rows, int cols, bool accumulate,
-                               const float* prefetch);
+                               const float* prefetch, const PrefetchStream* stream);
 
 struct Microkernel {
   int mr = 0;              // rows of the register tile (A micro-panel height)

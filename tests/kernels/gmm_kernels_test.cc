@@ -96,6 +96,12 @@ std::vector<Case> shape_cases() {
       {"skewed", 257, 65, 70, {200, 1, 0, 50, 6}, {64, 32, 64}},
       {"default_tiles", 300, 300, 280, {150, 0, 100, 30}, {0, 0, 0}},
       {"straddling", 96, 40, 36, {5, 17, 33, 41}, {32, 16, 16}},
+      // v2 items of one m-tile and more than 128 columns go by column
+      // chunks (128, 128 and a ragged 44) with the next chunk streamed in:
+      // fwd here, over three k-slices...
+      {"column_chunks", 100, 70, 300, {40, 0, 17, 33}, {64, 32, 300}},
+      // ...and dlhs here (260 output columns), slices of whole rows.
+      {"column_chunks_dlhs", 90, 260, 96, {30, 0, 45, 15}, {48, 96, 300}},
   };
 }
 
