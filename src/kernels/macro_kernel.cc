@@ -6,7 +6,10 @@ namespace raggemm::kernels {
 
 void macro_kernel(const Microkernel& uk, int64_t kc, const float* a_packed, int64_t rows,
                   const float* b_packed, int64_t cols, float* c, int64_t ldc, bool accumulate,
-                  int prefetch_depth, const NextSource& next) {
+                  int prefetch_depth, const NextSource& next, bool stream_stores) {
+  const Store store = accumulate      ? Store::kAccumulate
+                      : stream_stores ? Store::kStream
+                                      : Store::kOverwrite;
   const int64_t a_panels = (rows + uk.mr - 1) / uk.mr;
   // Each call streams kc lines of `next`, starting on a row boundary.
   const int64_t row_lines = int64_t{1} << next.start.row_shift;
@@ -30,7 +33,7 @@ void macro_kernel(const Microkernel& uk, int64_t kc, const float* a_packed, int6
         streamed += kc;
       }
       uk.run(kc, a_packed + panel * uk.mr * kc, b, c + i * ldc + j, ldc, height, width,
-             accumulate, prefetch, call_stream);
+             store, prefetch, call_stream);
     }
   }
 }

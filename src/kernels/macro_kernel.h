@@ -20,8 +20,10 @@ struct NextSource {
 // the one being multiplied are prefetched (0: none). `next` is handed to the
 // microkernel calls in turn, kc lines each, so it arrives in cache while the
 // FMAs run (the packing that reads it is then not waiting on DRAM).
+// stream_stores (with accumulate false): C is final and not read soon, so it
+// is written with streaming stores (see Store::kStream).
 void macro_kernel(const Microkernel& uk, int64_t kc, const float* a_packed, int64_t rows,
                   const float* b_packed, int64_t cols, float* c, int64_t ldc, bool accumulate,
-                  int prefetch_depth, const NextSource& next = {});
+                  int prefetch_depth, const NextSource& next = {}, bool stream_stores = false);
 
 }  // namespace raggemm::kernels

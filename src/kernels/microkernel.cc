@@ -24,7 +24,7 @@ constexpr int kMR = kMaxLanes >= 16 ? 12 : 6;
 // FMAs are wasted on padding rows); A advances kMR floats per step regardless.
 template <int R>
 HWY_NOINLINE void Tile(int64_t kc, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
-                       float* HWY_RESTRICT c, int64_t ldc, int cols, bool accumulate,
+                       float* HWY_RESTRICT c, int64_t ldc, int cols, Store store,
                        const float* prefetch, const PrefetchStream* stream) {
   const DF d;
   using V = hn::Vec<DF>;
@@ -61,9 +61,13 @@ HWY_NOINLINE void Tile(int64_t kc, const float* HWY_RESTRICT a, const float* HWY
 #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
       float* row = c + i * ldc;
-      if (accumulate) {
+      if (store == Store::kAccumulate) {
         hn::StoreU(hn::Add(hn::LoadU(d, row), acc0[i]), d, row);
         hn::StoreU(hn::Add(hn::LoadU(d, row + N), acc1[i]), d, row + N);
+      } else if (store == Store::kStream &&
+                 reinterpret_cast<uintptr_t>(row) % (N * sizeof(float)) == 0) {
+        hn::Stream(acc0[i], d, row);
+        hn::Stream(acc1[i], d, row + N);
       } else {
         hn::StoreU(acc0[i], d, row);
         hn::StoreU(acc1[i], d, row + N);
@@ -78,23 +82,24 @@ HWY_NOINLINE void Tile(int64_t kc, const float* HWY_RESTRICT a, const float* HWY
     hn::Store(acc0[i], d, spill);
     hn::Store(acc1[i], d, spill + N);
     float* row = c + i * ldc;
-    for (int j = 0; j < cols; ++j) row[j] = accumulate ? row[j] + spill[j] : spill[j];
+    const bool add = store == Store::kAccumulate;
+    for (int j = 0; j < cols; ++j) row[j] = add ? row[j] + spill[j] : spill[j];
   }
 }
 
 void Run(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int rows, int cols,
-         bool accumulate, const float* prefetch, const PrefetchStream* stream) {
-  using Fn = void (*)(int64_t, const float*, const float*, float*, int64_t, int, bool,
+         Store store, const float* prefetch, const PrefetchStream* stream) {
+  using Fn = void (*)(int64_t, const float*, const float*, float*, int64_t, int, Store,
                       const float*, const PrefetchStream*);
   if constexpr (kMR == 12) {
     static constexpr Fn kByRows[] = {nullptr,  &Tile<1>, &Tile<2>, &Tile<3>,  &Tile<4>,
                                      &Tile<5>, &Tile<6>, &Tile<7>, &Tile<8>,  &Tile<9>,
                                      &Tile<10>, &Tile<11>, &Tile<12>};
-    kByRows[rows](kc, a, b, c, ldc, cols, accumulate, prefetch, stream);
+    kByRows[rows](kc, a, b, c, ldc, cols, store, prefetch, stream);
   } else {
     static constexpr Fn kByRows[] = {nullptr,  &Tile<1>, &Tile<2>, &Tile<3>,
                                      &Tile<4>, &Tile<5>, &Tile<6>};
-    kByRows[rows](kc, a, b, c, ldc, cols, accumulate, prefetch, stream);
+    kByRows[rows](kc, a, b, c, ldc, cols, store, prefetch, stream);
   }
 }
 

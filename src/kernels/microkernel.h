@@ -7,7 +7,10 @@
 // B_panel: kc steps of `nr` floats, b[p * nr + j], 64-byte aligned, columns past
 //          `cols` zero-padded.
 // C:       row-major with leading dimension ldc.
-// accumulate=false stores the product; true adds it to C. Each element is
+// store: kOverwrite stores the product, kAccumulate adds it to C, kStream
+// stores it with non-temporal (streaming) stores where a row is
+// vector-aligned (final results nobody reads soon: no read-for-ownership
+// of C's lines; the caller issues hwy::FlushStream() before publishing). Each element is
 // computed as acc = 0; acc = fma(a_ip, b_pj, acc) for p = 0..kc-1 in order;
 // then C = acc or C = C + acc. That sequence does not depend on rows, cols,
 // the target or the neighbours in the panel, which makes results independent
@@ -29,10 +32,12 @@ struct PrefetchStream {
   int row_shift = 0;
 };
 
+enum class Store : int { kOverwrite, kAccumulate, kStream };
+
 // prefetch: the A micro-panel multiplied input_buffer_count - 1 calls later,
 // or null. stream: see PrefetchStream, or null.
 using MicrokernelFn = void (*)(int64_t kc, const float* a, const float* b, float* c,
-                               int64_t ldc, int rows, int cols, bool accumulate,
+                               int64_t ldc, int rows, int cols, Store store,
                                const float* prefetch, const PrefetchStream* stream);
 
 struct Microkernel {

@@ -81,7 +81,7 @@ PeakResult measure_microkernel_peak(int64_t calls, int64_t kc) {
   std::fill(b, b + kc * uk.nr, 1e-3f);
   std::fill(c, c + uk.mr * uk.nr, 0.0f);
   const auto start = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < calls; ++i) uk.run(kc, a, b, c, uk.nr, uk.mr, uk.nr, true, nullptr, nullptr);
+  for (int64_t i = 0; i < calls; ++i) uk.run(kc, a, b, c, uk.nr, uk.mr, uk.nr, Store::kAccumulate, nullptr, nullptr);
   const double seconds = seconds_since(start);
   return {uk.target, seconds, 2.0 * kc * uk.mr * uk.nr * static_cast<double>(calls)};
 }

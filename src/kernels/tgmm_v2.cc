@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <hwy/cache_control.h>
+
 #include "kernels/gmm_kernel.h"
 #include "kernels/macro_kernel.h"
 #include "kernels/pack.h"
@@ -35,12 +37,18 @@ void tgmm_v2(const TgmmProblem& p, const Schedule& s) {
     } else {
       float* packed_a = workspace(Slot::kPackedA, packed_size(t.m, t.k, uk.mr));
       float* packed_b = workspace(Slot::kPackedB, packed_size(t.n, t.k, uk.nr));
+      // A group whose tokens fit one slice writes its tile once, final:
+      // streaming stores skip reading the [K, N] output lines first (at 128
+      // groups the output is 512 MiB, and tgmm was bound by writing it).
+      const bool stream = end - begin <= t.k && !p.out_group_scale;
       for (int64_t t0 = begin; t0 < end; t0 += t.k) {
         const int64_t kc = std::min(t.k, end - t0);
         pack_a_transposed(p.lhs, t0, kc, tile.row0, tile.rows, begin, end, uk.mr, packed_a);
         pack_b(p.dout, false, t0, kc, tile.col0, tile.cols, uk.nr, packed_b);
-        macro_kernel(uk, kc, packed_a, tile.rows, packed_b, tile.cols, c, p.n, t0 > begin, depth);
+        macro_kernel(uk, kc, packed_a, tile.rows, packed_b, tile.cols, c, p.n, t0 > begin, depth,
+                     {}, stream);
       }
+      if (stream) hwy::FlushStream();
     }
     scale_tile(p, tile, c);
   });
