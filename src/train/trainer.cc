@@ -72,9 +72,6 @@ class NullBuffer : public std::streambuf {
   int overflow(int c) override { return c; }
 };
 
-// Resuming under expert parallelism: every rank must load the same step, the
-// newest one every rank has (a job killed between two ranks' saves leaves
-// one rank a step ahead).
 // Checkpoints another process count wrote (one process: checkpoints/*.ckpt;
 // P processes: checkpoints/rank_R_of_P/): resuming them would silently start
 // over, so it is an error instead.
@@ -95,6 +92,9 @@ void refuse_other_process_counts(const std::string& run_dir, int ranks) {
   }
 }
 
+// Resuming under expert parallelism: every rank must load the same step, the
+// newest one every rank has (a job killed between two ranks' saves leaves
+// one rank a step ahead).
 std::optional<std::string> agreed_checkpoint(const std::string& run_dir, const std::string& shard,
                                              Communicator* comm) {
   refuse_other_process_counts(run_dir, comm_size(comm));
