@@ -26,6 +26,61 @@ def meets(case):
     return ok
 
 
+def bf16_pairs(cases):
+    """(bf16 case, its f32 v2 twin) for every bf16 case with a twin."""
+    for c in cases:
+        if c["dtype"] != "bf16":
+            continue
+        twin = next((d for d in cases if d["dtype"] == "f32" and d["kernel"] == "v2" and d["op"] == c["op"]
+                     and d["k"] == c["k"] and d["n"] == c["n"] and d["groups"] == c["groups"]
+                     and d["dist"] == c["dist"]), None)
+        if twin:
+            yield c, twin
+
+
+def print_target_summary(cases, peak_gflops, threads):
+    """One line per issue target: met or not, with the figures that decide it."""
+    v2 = [c for c in cases if c["kernel"] == "v2" and c["dtype"] == "f32"]
+    print("## Targets at a glance (v2, f32 unless said)\n")
+    print("| target | cases | met | worst |")
+    print("|---|---|---|---|")
+
+    def line(name, chosen, value, floor):
+        if not chosen:
+            return
+        met = sum(value(c) >= floor for c in chosen)
+        worst = min(chosen, key=value)
+        where = f"{worst['op']} {worst['k']}x{worst['n']} G={worst['groups']} {worst['dist']}"
+        print(f"| {name} | {len(chosen)} | {met} | {value(worst):.2f} ({where}) |")
+
+    gemm = [c for c in v2 if c["op"] != "tgmm"]
+    line("gmm, dlhs: vs dense >= 0.9", gemm, lambda c: c["ratio_vs_dense"], 0.9)
+    line("gmm, dlhs, 8 uniform groups: vs dense >= 1.0",
+         [c for c in gemm if c["groups"] == 8 and c["dist"] == "uniform"], lambda c: c["ratio_vs_dense"], 1.0)
+    line("gmm, dlhs, 128 groups: vs loop >= 1.6", [c for c in gemm if c["groups"] == 128],
+         lambda c: c["ratio_vs_loop"], 1.6)
+    tg = [c for c in v2 if c["op"] == "tgmm"]
+    line("tgmm: vs dense >= 0.85", tg, lambda c: c["ratio_vs_dense"], 0.85)
+    line("tgmm, 128 groups: vs loop >= 2.0", [c for c in tg if c["groups"] == 128],
+         lambda c: c["ratio_vs_loop"], 2.0)
+    uniform_gmm = [c for c in v2 if c["op"] == "gmm" and c["dist"] == "uniform"]
+    if uniform_gmm:
+        largest = max(uniform_gmm, key=lambda c: (c["k"] * c["n"], -c["groups"]))
+        line(f"largest uniform gmm ({largest['k']}x{largest['n']}, G={largest['groups']}) >= 75% of the "
+             f"{threads}-thread FMA peak", [largest], lambda c: c["ours_gflops"] / peak_gflops, 0.75)
+    pairs = list(bf16_pairs(cases))
+    if pairs:
+        ratios = [(c["ours_gflops"] / t["ours_gflops"], c) for c, t in pairs]
+        met = sum(r >= 0.95 for r, _ in ratios)
+        r, c = min(ratios, key=lambda x: x[0])
+        print(f"| bf16 storage >= 0.95x f32 | {len(ratios)} | {met} | {r:.2f} "
+              f"({c['op']} {c['k']}x{c['n']} G={c['groups']}) |")
+    over = [c for c in cases if c["peak_rss_mib"] > c["tensors_mib"] + 64]
+    print(f"| peak RSS <= inputs + output + 64 MiB (all rows) | {len(cases)} | {len(cases) - len(over)} | "
+          f"{max(c['peak_rss_mib'] - c['tensors_mib'] for c in cases):.0f} MiB over the tensors |")
+    print()
+
+
 def main():
     results = Path(sys.argv[1])
     threads, reps = sys.argv[2], sys.argv[3]
@@ -54,6 +109,7 @@ def main():
         print(f"| microkernel, L1-resident panels | {avx2['microkernel_target']} | {avx2['threads']} | {avx2['microkernel_gflops']:.1f} |")
     best = peak["fma_peak_gflops"]
     print()
+    print_target_summary(cases, best, int(threads))
     for op in ("gmm", "dlhs", "tgmm"):
         print(f"## {op}\n")
         print(f"Targets: {TARGETS[op]}.\n")
@@ -69,18 +125,14 @@ def main():
                   f"{c['openblas_dense_gflops']:.1f} | {c['ratio_vs_loop']:.2f} | {c['ratio_vs_dense']:.2f} | "
                   f"{c['peak_rss_mib']:.0f} | {c['tensors_mib']:.0f} | {met_text} |")
         print()
-    bf16 = [c for c in cases if c["dtype"] == "bf16"]
-    if bf16:
+    pairs = list(bf16_pairs(cases))
+    if pairs:
         print("## bf16 storage vs f32 (v2, uniform)\n")
         print("| op | K | N | groups | f32 GFLOP/s | bf16 GFLOP/s | bf16 / f32 |")
         print("|---|---|---|---|---|---|---|")
-        for c in bf16:
-            twin = next((d for d in cases if d["dtype"] == "f32" and d["kernel"] == "v2" and d["op"] == c["op"]
-                         and d["k"] == c["k"] and d["n"] == c["n"] and d["groups"] == c["groups"]
-                         and d["dist"] == c["dist"]), None)
-            if twin:
-                print(f"| {c['op']} | {c['k']} | {c['n']} | {c['groups']} | {twin['ours_gflops']:.1f} | "
-                      f"{c['ours_gflops']:.1f} | {c['ours_gflops'] / twin['ours_gflops']:.2f} |")
+        for c, twin in pairs:
+            print(f"| {c['op']} | {c['k']} | {c['n']} | {c['groups']} | {twin['ours_gflops']:.1f} | "
+                  f"{c['ours_gflops']:.1f} | {c['ours_gflops'] / twin['ours_gflops']:.2f} |")
         print()
 
 
