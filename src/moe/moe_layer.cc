@@ -108,11 +108,18 @@ void MoeLayer<T>::Impl::route_local() {
 }
 
 template <class T>
+void MoeLayer<T>::Impl::zero_other_rows(std::vector<T>& buffer, int64_t width) const {
+  std::fill(buffer.begin(), buffer.begin() + rows.begin * width, T(0));
+  std::fill(buffer.begin() + rows.end * width, buffer.end(), T(0));
+}
+
+template <class T>
 void MoeLayer<T>::Impl::experts_forward(const T* x_rows, T* ys) {
   const int64_t d = config.embed_dim, f = config.mlp_dim, m = rows.m;
   const int64_t first = rows.begin, count = rows.end - rows.begin;
   expert_xs = x_rows;
   act.resize(static_cast<size_t>(m * f));
+  zero_other_rows(act, f);
   if (config.fused_gate_up) {
     h_kept = !fused_swiglu_forward();
     if (h_kept) {
@@ -157,6 +164,7 @@ void MoeLayer<T>::Impl::experts_backward(const T* dys, T* dx_rows) {
                          wi.value.data(), h.data());
     }
     dh.resize(static_cast<size_t>(m * 2 * f));
+    zero_other_rows(dh, 2 * f);
     {
       auto scope = profile(profiler, "moe/swiglu_bwd", OpKind::kGlue);
       const T* h_first = h.data() + first * 2 * f;
@@ -171,6 +179,8 @@ void MoeLayer<T>::Impl::experts_backward(const T* dys, T* dx_rows) {
   } else {
     dh0.resize(static_cast<size_t>(m * f));
     dh1.resize(static_cast<size_t>(m * f));
+    zero_other_rows(dh0, f);
+    zero_other_rows(dh1, f);
     {
       auto scope = profile(profiler, "moe/swiglu_bwd", OpKind::kGlue);
       swiglu_backward(h0.data() + first * f, h1.data() + first * f, dact.data() + first * f, count,

@@ -48,6 +48,10 @@ struct MoeLayer<T>::Impl {
   // keeping what backward needs (xs must outlive backward); and back.
   void experts_forward(const T* xs, T* ys);
   void experts_backward(const T* dys, T* dxs);
+  // Zeroes the rows of `buffer` ([rows.m, width]) outside [rows.begin,
+  // rows.end): the elementwise glue skips other ranks' rows (ring), and a
+  // quantized tgmm's per-column scales must not see what they last held.
+  void zero_other_rows(std::vector<T>& buffer, int64_t width) const;
   // Route this rank's tokens (logits already computed).
   void route_local();
   // The exchanges (moe_layer_parallel.cc).

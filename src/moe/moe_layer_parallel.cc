@@ -5,6 +5,8 @@
 // the global batch's loss. Expert weights only ever see rows on the rank
 // that owns them, so their gradient is complete there; every other
 // parameter's share is summed over the ranks by the trainer.
+#include <algorithm>
+
 #include "moe/moe_layer_impl.h"
 #include "raggemm/profiler.h"
 
@@ -94,7 +96,10 @@ void MoeLayer<T>::Impl::forward_ring(T* out) {
   const int64_t all_rows = all * k;
   {
     auto scope = profile(profiler, "moe/permute", OpKind::kGlue);
-    xs.resize(static_cast<size_t>(all_rows * d));
+    // Other ranks' rows stay zero: the GMMs skip them, but a quantized
+    // tgmm's per-column scales span every row, and stale rows would make
+    // them depend on the buffer's history.
+    xs.assign(static_cast<size_t>(all_rows * d), T(0));
     gather_row_range(perm, x_all.data(), d, begin, end, xs.data());
   }
   rows = ExpertRows{perm.group_sizes.data(), e, all_rows, first, local, begin, end};
@@ -122,6 +127,9 @@ void MoeLayer<T>::Impl::backward_ring(const T* dout, T* dx) {
     auto scope = profile(profiler, "moe/unpermute_bwd", OpKind::kGlue);
     combine_rows_backward(perm, y.data(), ring_routing.weights.data(), dout_all.data(), d,
                           dy.data(), dweights_all.data());
+    // Only this rank's rows go to its experts (zeros elsewhere, as for xs).
+    std::fill(dy.begin(), dy.begin() + rows.begin * d, T(0));
+    std::fill(dy.begin() + rows.end * d, dy.end(), T(0));
   }
   dxs.resize(static_cast<size_t>(all_rows * d));
   experts_backward(dy.data(), dxs.data());  // zero on other ranks' rows

@@ -66,6 +66,12 @@ void fused_shared_v2(MoeConfig& c) {
   c.plan.wo.pass(Pass::kForward).kernel = KernelVersion::kV2;
 }
 
+void fp8(MoeConfig& c) { c.quantization = "fp8_full"; }
+void int8_bf16(MoeConfig& c) {
+  c.quantization = "int8";
+  c.dtype = DType::kBF16;
+}
+
 struct Result {
   std::vector<float> out, dx;
   std::vector<std::vector<float>> grads;
@@ -152,7 +158,13 @@ TEST_P(ExpertParallelLayerTest, MatchesOneProcessOnTheGlobalBatch) {
       world().allreduce_sum(grad.data(), static_cast<int64_t>(grad.size()));
     }
     const double error = max_relative(grad, expected);
-    EXPECT_LT(error, 1e-5) << "param " << i;
+    // Quantized expert-weight gradients: the tgmm quantizes its gradient
+    // operand with per-column scales over the rows it sees, which are this
+    // rank's experts' rows here and every expert's rows on one process, so
+    // the two differ by quantization noise (the layer's quantized-vs-f32
+    // bound is 0.22); a wrong expert or a lost row would be off by O(1).
+    const bool noisy = parallel.sharded[i] && !config.quantization.empty();
+    EXPECT_LT(error, noisy ? 0.25 : 1e-5) << "param " << i;
   }
   if (c.skew != Skew::kNone) {
     // The starved rank's expert gradients are exactly zero.
@@ -179,11 +191,39 @@ INSTANTIATE_TEST_SUITE_P(
                       LayerCase{"ring_sigmoid_grouped", true, Skew::kNone, sigmoid_grouped_biased},
                       LayerCase{"all_to_all_fused_shared_v2", false, Skew::kNone, fused_shared_v2},
                       LayerCase{"ring_fused_shared_v2", true, Skew::kNone, fused_shared_v2},
+                      LayerCase{"all_to_all_fp8_full", false, Skew::kNone, fp8},
+                      LayerCase{"ring_int8", true, Skew::kNone, int8_bf16},
                       LayerCase{"all_to_all_skew_first", false, Skew::kToFirstRank, plain},
                       LayerCase{"all_to_all_skew_last", false, Skew::kToLastRank, plain},
                       LayerCase{"ring_skew_first", true, Skew::kToFirstRank, plain},
                       LayerCase{"ring_skew_last", true, Skew::kToLastRank, plain}),
     [](const auto& info) { return std::string(info.param.name); });
+
+// The ring's buffers hold every token's rows; those of other ranks' experts
+// must not carry a previous call's values into this one (a quantized tgmm
+// scales its operands over all rows): the same batch after a different one
+// gives bitwise the same gradients.
+TEST(ExpertParallelRing, RepeatedCallsDoNotDependOnEarlierBatches) {
+  MoeConfig config = base_config();
+  int8_bf16(config);
+  config.use_ring_of_experts = true;
+  const int64_t d = config.embed_dim;
+  MoeLayer<float> layer("moe", config, nullptr, &world());
+  layer.init(5);
+  auto grads_of = [&](uint64_t seed) {
+    const std::vector<float> x = random_floats(kTokensPerRank * d, seed + world().rank());
+    const std::vector<float> dout = random_floats(kTokensPerRank * d, seed + 100);
+    std::vector<float> out(x.size()), dx(x.size(), 0.0f);
+    layer.forward(x.data(), kTokensPerRank, out.data());
+    layer.backward(dout.data(), dx.data());
+    std::vector<std::vector<float>> grads = {out, dx};
+    for (Param<float>* p : layer.params()) grads.push_back(p->grad);
+    return grads;
+  };
+  const auto first = grads_of(1);
+  grads_of(2);
+  EXPECT_EQ(grads_of(1), first);
+}
 
 TEST(ExpertParallelLayerErrors, ExpertsNotDivisibleByRanks) {
   MoeConfig config = base_config();
