@@ -12,8 +12,8 @@
 // communication share.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <string>
 
 namespace raggemm {
