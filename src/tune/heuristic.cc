@@ -113,6 +113,26 @@ std::pair<int64_t, KernelVersion> ragged_tile(const std::vector<int64_t>& sizes,
   return {v2_tile, KernelVersion::kV2};
 }
 
+// The ragged-axis tile for v1 when no tile keeps the group boundaries
+// aligned: v1 recomputes a whole tile once per group it touches, so a
+// smaller tile wastes fewer rows, while every tile visit also pays fixed
+// costs (packing B for the visit, the row-masked copy-out) worth about
+// kV1VisitOverheadTiles register tiles of rows. Minimizes
+// (1 + waste(t)) * (t + overhead) / t over the aligned tiles up to `limit`.
+constexpr int64_t kV1VisitOverheadTiles = 2;
+
+int64_t v1_tile(const std::vector<int64_t>& sizes, int64_t limit, int64_t align) {
+  const auto overhead = static_cast<double>(kV1VisitOverheadTiles * align);
+  int64_t best = align;
+  double best_cost = 0;
+  for (int64_t tile = align; tile <= std::max(limit, align); tile += align) {
+    const auto rows = static_cast<double>(tile);
+    const double cost = (1.0 + v1_row_waste(sizes, tile)) * (rows + overhead) / rows;
+    if (tile == align || cost < best_cost) best = tile, best_cost = cost;
+  }
+  return best;
+}
+
 }  // namespace
 
 MachineModel this_machine(int threads) {
@@ -170,6 +190,9 @@ ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine,
       kKAlign, round_down(std::min(a_panel_bytes / (mr * kFloatBytes), b_panel_bytes / (nr * kFloatBytes)),
                           kKAlign));
 
+  // The heuristic picks v1 only with a tile that keeps its waste small; an
+  // explicit v1 gets a tile that trades its waste against visit overheads.
+  const bool kernel_fixed_to_v1 = kernel == KernelVersion::kV1;
   ResolvedPassConfig config;
   config.input_buffer_count = 1;
   config.quantization = shape.quantization;
@@ -191,11 +214,17 @@ ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine,
     auto [m_tile, kernel] = ragged_tile(sizes, m_limit, mr);
     config.tiles.m = m_tile;
     config.kernel = kernel;
+    if (kernel_fixed_to_v1 && v1_row_waste(sizes, m_tile) > kMaxV1Waste) {
+      config.tiles.m = v1_tile(sizes, m_limit, mr);
+    }
   } else {
     // tgmm contracts the tokens: k is the ragged axis, m tiles the K rows.
     auto [k_tile, kernel] = ragged_tile(sizes, kc_limit, kKAlign);
     config.tiles.k = k_tile;
     config.kernel = kernel;
+    if (kernel_fixed_to_v1 && v1_row_waste(sizes, k_tile) > kMaxV1Waste) {
+      config.tiles.k = v1_tile(sizes, kc_limit, kKAlign);
+    }
     const auto l2_tgmm = static_cast<int64_t>(kL2ShareTgmm * static_cast<double>(machine.caches.l2));
     const int64_t m_limit = std::max(mr, round_up(l2_tgmm / (config.tiles.k * kFloatBytes), mr));
     config.tiles.m = balanced_tile(extents.m, m_limit, mr);

@@ -140,6 +140,24 @@ TEST(Heuristic, ZenLikeMachineGetsTheMeasuredShapes) {
   EXPECT_EQ(long_rows.tiles.k, 512);  // beyond the B micro-panel's share
 }
 
+// An explicit v1 on groups no tile aligns with: a tile that wastes fewer
+// recomputed rows than the v2 tile would (and stays register-tile aligned).
+TEST(Heuristic, ExplicitV1TradesWasteForVisits) {
+  const MachineModel machine = zen_like();
+  for (Pass pass : {Pass::kForward, Pass::kGradLhs}) {
+    const GmmShape shape = gmm_shape(pass, 4096, 1024, 1024, skewed(32, 4096));
+    const std::vector<int64_t> sizes = representative_group_sizes(shape);
+    const ResolvedPassConfig v1 = heuristic(shape, machine, KernelVersion::kV1);
+    const ResolvedPassConfig v2 = heuristic(shape, machine, KernelVersion::kV2);
+    EXPECT_EQ(v1.kernel, KernelVersion::kV1);
+    EXPECT_EQ(v2.kernel, KernelVersion::kV2);
+    EXPECT_EQ(v1.tiles.m % machine.mr, 0);
+    EXPECT_LT(v1.tiles.m, v2.tiles.m);
+    EXPECT_LT(v1_row_waste(sizes, v1.tiles.m), v1_row_waste(sizes, v2.tiles.m));
+    EXPECT_GT(v1.tiles.m, machine.mr);  // visit overheads rule out the smallest tile
+  }
+}
+
 TEST(Heuristic, BiggerL1GivesLongerK) {
   MachineModel small = zen_like();
   MachineModel big = zen_like();
