@@ -249,18 +249,12 @@ struct KernelOverrides {
 };
 
 // Resolves one raw problem (the `gmm`, `tgmm` and `bench` commands use this;
-// pass cache = nullptr for --no-cache).
+// pass cache = nullptr for --no-cache): explicit overrides > the cache's
+// winner for `shape` > the heuristic on shape.group_sizes, per field.
+// `threads` (0: OpenMP's default) is the thread count the heuristic
+// shares the caches between; pass the one the op will run with.
 ResolvedPassConfig resolve_problem(const GmmShape& shape, const KernelOverrides& overrides,
-                                   const TuneCache* cache);
-
-// For tools that run one raw op with some fields given by the user (the
-// `gmm`, `tgmm` and `bench` commands): the cached winner for `shape` fills
-// the tiles left at 0, and *kernel / *input_buffer_count unless those
-// pointers are null (given by the user). On a miss, or with cache ==
-// nullptr, nothing changes (the op's own defaults apply). Returns whether an
-// entry was used.
-bool fill_from_tune_cache(const GmmShape& shape, const TuneCache* cache, Tiles& tiles,
-                          KernelVersion* kernel, int* input_buffer_count);
+                                   const TuneCache* cache, int threads = 0);
 
 // Resolves one (weight, pass) of an MoE block from its plan.
 ResolvedPassConfig resolve(const GmmPlan& plan, Weight weight, Pass pass, const ModelDims& dims,

@@ -87,7 +87,6 @@ double relative_error(const float* x, const float* y, int64_t count) {
 constexpr double kCheckTolerance = 1e-4;
 
 std::string tiles_text(const Tiles& tiles) {
-  if (tiles == Tiles{}) return "auto";
   return std::to_string(tiles.m) + "," + std::to_string(tiles.k) + "," + std::to_string(tiles.n);
 }
 
@@ -131,13 +130,14 @@ int run_bench(const std::vector<std::string>& args) {
   // bench's dlhs (m, k, n) is the op problem lhs [m, n] contracted with n.
   const bool dlhs = op == BenchOp::kDlhs;
   const Pass pass = op == BenchOp::kGmm ? Pass::kForward : dlhs ? Pass::kGradLhs : Pass::kGradRhs;
-  fill_unset_from_tune_cache({pass, m, dlhs ? n : k, dlhs ? k : n, groups}, quant.has_value(),
-                             no_cache, kernel_flags, settings);
   const int threads = settings.threads > 0 ? settings.threads : omp_get_max_threads();
   const int reps = static_cast<int>(parse_int(flags.reps, "--reps", 1, 100000));
   const int warmup = static_cast<int>(parse_int(flags.warmup, "--warmup", 0, 1000));
 
   const std::vector<int32_t> sizes = bench::draw_group_sizes(m, groups, dist);
+  settings.threads = threads;  // the heuristic shares the caches between these
+  const ResolvedPassConfig::Sources source = resolve_unset(
+      {pass, m, dlhs ? n : k, dlhs ? k : n, groups}, sizes, quant.has_value(), no_cache, settings);
   Tensor group_sizes(DType::kI32, {groups});
   std::copy(sizes.begin(), sizes.end(), group_sizes.as<int32_t>());
   const bench::BenchShapes shapes = bench::bench_shapes(op, m, k, n, groups);
@@ -198,6 +198,12 @@ int run_bench(const std::vector<std::string>& args) {
       {"dtype", quant ? dtype_text : dtype_name(settings.dtype)},
       {"kernel", kernel_name(settings.kernel)},
       {"tiles", tiles_text(settings.tiles)},
+      {"source",
+       {{"m", source_name(source.m)},
+        {"k", source_name(source.k)},
+        {"n", source_name(source.n)},
+        {"kernel", source_name(source.kernel)},
+        {"buffers", source_name(source.buffers)}}},
       {"threads", threads},
       {"buffers", settings.buffers},
       {"reps", reps},
@@ -239,6 +245,9 @@ int run_bench(const std::vector<std::string>& args) {
         dist.text.c_str(), quant ? dtype_text.c_str() : dtype_name(settings.dtype),
         kernel_name(settings.kernel), tiles_text(settings.tiles).c_str(), threads, settings.buffers,
         reps);
+    std::printf("from: m %s, k %s, n %s, kernel %s, buffers %s\n", source_name(source.m),
+                source_name(source.k), source_name(source.n), source_name(source.kernel),
+                source_name(source.buffers));
     std::printf("group sizes: min %d, max %d, %lld empty\n", smallest_group, largest_group,
                 (long long)empty_groups);
     std::printf("  %-16s %12s %10s\n", "", "median ms", "GFLOP/s");

@@ -97,25 +97,33 @@ DType parse_input_dtype(const std::string& text, const std::string& argument) {
 void add_kernel_flags(CLI::App& app, KernelFlags& flags) {
   flags.app = &app;
   app.add_option("--tiles", flags.tiles,
-                 "kernel tiles M,K,N (k is the contracted dim); default: the op picks");
-  app.add_option("--kernel", flags.kernel, "kernel generation: v1 or v2")->capture_default_str();
+                 "kernel tiles M,K,N (k is the contracted dim); default: the tune cache's "
+                 "winner, else the heuristic");
+  app.add_option("--kernel", flags.kernel,
+                 "kernel generation: v1 or v2; default: the tune cache's winner, else the heuristic");
   app.add_option("--threads", flags.threads, "threads (default: OpenMP's default)");
   app.add_option("--dtype", flags.dtype,
                  "storage of the inputs: f32, or bf16 (rounded, f32 accumulation)")
       ->capture_default_str();
-  app.add_option("--buffers", flags.buffers, "prefetch depth of packed panels, 1..4")
-      ->capture_default_str();
+  app.add_option("--buffers", flags.buffers,
+                 "prefetch depth of packed panels, 1..4; default: the tune cache's winner, else 1");
 }
 
 KernelSettings parse_kernel_flags(const KernelFlags& flags) {
   KernelSettings settings;
   if (flags.given("--tiles")) settings.tiles = parse_tiles(flags.tiles, "--tiles");
-  settings.kernel = parse_kernel(flags.kernel, "--kernel");
+  if (flags.given("--kernel")) {
+    settings.kernel = parse_kernel(flags.kernel, "--kernel");
+    settings.kernel_given = true;
+  }
   if (flags.given("--threads")) {
     settings.threads = static_cast<int>(parse_int(flags.threads, "--threads", 1, kMaxThreads));
   }
   settings.dtype = parse_input_dtype(flags.dtype, "--dtype");
-  settings.buffers = static_cast<int>(parse_int(flags.buffers, "--buffers", 1, kMaxBuffers));
+  if (flags.given("--buffers")) {
+    settings.buffers = static_cast<int>(parse_int(flags.buffers, "--buffers", 1, kMaxBuffers));
+    settings.buffers_given = true;
+  }
   return settings;
 }
 

@@ -36,11 +36,11 @@ DType parse_input_dtype(const std::string& text, const std::string& argument);
 // Values of the kernel flags as typed; strings so that every bad value gets
 // the same one-line error from our parsers rather than CLI11's.
 struct KernelFlags {
-  std::string tiles;  // not given: the op picks
-  std::string kernel = "v1";
+  std::string tiles;   // not given: tune cache, else the heuristic
+  std::string kernel;  // not given: tune cache, else the heuristic
   std::string threads;  // not given: OpenMP's default
   std::string dtype = "f32";
-  std::string buffers = "1";
+  std::string buffers;  // not given: tune cache, else the heuristic (1)
   const CLI::App* app = nullptr;  // set by add_kernel_flags
 
   // Whether the flag was on the command line (so "--tiles ''" is an error,
@@ -48,13 +48,16 @@ struct KernelFlags {
   bool given(const std::string& flag) const { return app && app->count(flag) > 0; }
 };
 
-// The kernel flags, parsed and range-checked.
+// The kernel flags, parsed and range-checked. Tiles left at 0 and a kernel
+// or buffer count not given are resolved later (cli/compute_flags.h).
 struct KernelSettings {
   Tiles tiles{};
   KernelVersion kernel = KernelVersion::kV1;
   int threads = 0;
   DType dtype = DType::kF32;
   int buffers = 1;
+  bool kernel_given = false;
+  bool buffers_given = false;
 };
 
 void add_kernel_flags(CLI::App& app, KernelFlags& flags);

@@ -1,5 +1,6 @@
 #include "cli/compute_flags.h"
 
+#include <algorithm>
 #include <iostream>
 
 #include "raggemm/npy.h"
@@ -11,9 +12,9 @@ void add_no_cache_flag(CLI::App& app, bool& no_cache) {
                "do not take unset tiles, kernel and buffers from the tune cache");
 }
 
-void fill_unset_from_tune_cache(const OpProblem& problem, bool quantized, bool no_cache,
-                                const KernelFlags& flags, KernelSettings& settings) {
-  if (no_cache) return;
+ResolvedPassConfig::Sources resolve_unset(const OpProblem& problem,
+                                          const std::vector<int32_t>& group_sizes, bool quantized,
+                                          bool no_cache, KernelSettings& settings) {
   const GmmShape shape{.pass = problem.pass,
                        .m = problem.m,
                        .k = problem.k,
@@ -22,10 +23,31 @@ void fill_unset_from_tune_cache(const OpProblem& problem, bool quantized, bool n
                        .lhs_dtype = settings.dtype,
                        .rhs_dtype = settings.dtype,
                        .quantization = quantized ? "quantized" : "",
-                       .group_sizes = {}};
-  fill_from_tune_cache(shape, &TuneCache::shared_default(), settings.tiles,
-                       flags.given("--kernel") ? nullptr : &settings.kernel,
-                       flags.given("--buffers") ? nullptr : &settings.buffers);
+                       .group_sizes = group_sizes};
+  KernelOverrides overrides;
+  overrides.tiles = settings.tiles;
+  if (settings.kernel_given) overrides.kernel = settings.kernel;
+  if (settings.buffers_given) overrides.input_buffer_count = settings.buffers;
+  const ResolvedPassConfig config = resolve_problem(
+      shape, overrides, no_cache ? nullptr : &TuneCache::shared_default(), settings.threads);
+  settings.tiles = config.tiles;
+  settings.kernel = config.kernel;
+  settings.buffers = config.input_buffer_count;
+  return config.source;
+}
+
+void round_k_to_weight_blocks(const OpProblem& problem, ComputeSettings& settings) {
+  if (!settings.quant || !settings.quant->rhs_scaling.block() || problem.pass != Pass::kForward) {
+    return;
+  }
+  const int64_t block = settings.quant->rhs_scaling.block_size;
+  int64_t& k = settings.kernel.tiles.k;
+  k = std::min(problem.k, (k + block - 1) / block * block);
+}
+
+std::vector<int32_t> group_size_values(const Tensor& group_sizes) {
+  const int32_t* sizes = group_sizes.as<const int32_t>();  // load_group_sizes gives int32
+  return std::vector<int32_t>(sizes, sizes + group_sizes.numel());
 }
 
 void add_compute_flags(CLI::App& app, ComputeFlags& flags) {
@@ -38,7 +60,7 @@ ComputeSettings parse_compute_flags(const ComputeFlags& flags, bool weight_pass,
                                     const std::string& out_path) {
   ComputeSettings settings;
   settings.kernel = parse_kernel_flags(flags.kernel);
-  settings.quant = parse_quant_flags(flags.quant, settings.kernel.kernel, weight_pass);
+  settings.quant = parse_quant_flags(flags.quant, settings.kernel, weight_pass);
   check_output_path(out_path, "--out");
   return settings;
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/common.h"
 #include "cli/quant_flags.h"
@@ -24,12 +25,17 @@ struct OpProblem {
   int64_t m, k, n, groups;
 };
 
-// Unless no_cache: the tune cache's winner for `problem` (at the dtype in
-// `settings`, quantized or not) fills what the user did not give: unset
-// tiles, and kernel and buffers unless --kernel / --buffers were on the
-// command line.
-void fill_unset_from_tune_cache(const OpProblem& problem, bool quantized, bool no_cache,
-                                const KernelFlags& flags, KernelSettings& settings);
+// Resolves what the user left unset, per field: the command line > the tune
+// cache's winner for `problem` at the dtype in `settings`, quantized or not
+// (skipped with no_cache) > the heuristic on the call's own group sizes (the
+// rule the ops apply to unset tiles). Fills `settings` and returns where each
+// field came from.
+ResolvedPassConfig::Sources resolve_unset(const OpProblem& problem,
+                                          const std::vector<int32_t>& group_sizes, bool quantized,
+                                          bool no_cache, KernelSettings& settings);
+
+// The values of a --group-sizes tensor from load_group_sizes (int32).
+std::vector<int32_t> group_size_values(const Tensor& group_sizes);
 
 // gmm and tgmm: the kernel flags, --quant and --rhs-scales, --no-cache.
 struct ComputeFlags {
@@ -49,12 +55,20 @@ struct ComputeSettings {
 ComputeSettings parse_compute_flags(const ComputeFlags& flags, bool weight_pass,
                                     const std::string& out_path);
 
+// Block-wise weight scales along the contracted dim (the forward pass only)
+// need a tile k that the block divides: a resolved k is rounded up to one
+// (the op refuses such a k only when the user set it).
+void round_k_to_weight_blocks(const OpProblem& problem, ComputeSettings& settings);
+
 // The op options (GmmOptions or TgmmOptions) for `problem`: the settings,
-// with what the user left unset taken from the tune cache.
+// with what the user left unset resolved (resolve_unset).
 template <class Options>
-Options op_options(const ComputeFlags& flags, ComputeSettings settings, const OpProblem& problem) {
-  fill_unset_from_tune_cache(problem, settings.quant.has_value(), flags.no_cache, flags.kernel,
-                             settings.kernel);
+Options op_options(const ComputeFlags& flags, ComputeSettings settings, const OpProblem& problem,
+                   const Tensor& group_sizes) {
+  const ResolvedPassConfig::Sources source = resolve_unset(
+      problem, group_size_values(group_sizes), settings.quant.has_value(), flags.no_cache,
+      settings.kernel);
+  if (source.k != PlanSource::kExplicit) round_k_to_weight_blocks(problem, settings);
   const KernelSettings& kernel = settings.kernel;
   return kernel_options<Options>(kernel.tiles, kernel.kernel, kernel.threads, kernel.buffers);
 }

@@ -56,7 +56,7 @@ int run_gmm(const std::vector<std::string>& args) {
 
   const OpProblem problem{transpose_rhs ? Pass::kGradLhs : Pass::kForward, rows, depth,
                           rhs.dim(transpose_rhs ? 1 : 2), rhs.dim(0)};
-  GmmOptions options = op_options<GmmOptions>(flags, settings, problem);
+  GmmOptions options = op_options<GmmOptions>(flags, settings, problem, group_sizes);
   options.transpose_rhs = transpose_rhs;
   const DType dtype = settings.kernel.dtype;
   Tensor out = settings.quant

@@ -21,7 +21,7 @@ void add_quant_flags(CLI::App& app, QuantFlags& flags) {
       ->capture_default_str();
 }
 
-std::optional<QuantGmmOptions> parse_quant_flags(const QuantFlags& flags, KernelVersion kernel,
+std::optional<QuantGmmOptions> parse_quant_flags(const QuantFlags& flags, KernelSettings& kernel,
                                                  bool weight_pass) {
   if (!flags.given("--quant")) {
     require(!flags.given("--rhs-scales"), "--rhs-scales", flags.rhs_scales,
@@ -35,9 +35,12 @@ std::optional<QuantGmmOptions> parse_quant_flags(const QuantFlags& flags, Kernel
     require(weight_pass, "--rhs-scales", flags.rhs_scales,
             "tgmm has no weight operand (lhs is quantized per row, dout per column); "
             "use channel");
-    require(kernel == KernelVersion::kV2, "--rhs-scales", flags.rhs_scales,
-            std::string("block-wise scales need --kernel v2 (got --kernel ") + kernel_name(kernel) +
-                ")");
+    require(!kernel.kernel_given || kernel.kernel == KernelVersion::kV2, "--rhs-scales",
+            flags.rhs_scales,
+            std::string("block-wise scales need --kernel v2 (got --kernel ") +
+                kernel_name(kernel.kernel) + ")");
+    kernel.kernel = KernelVersion::kV2;
+    kernel.kernel_given = true;
   }
   return options;
 }

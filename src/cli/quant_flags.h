@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/common.h"
 #include "raggemm/gmm.h"
 #include "raggemm/quant.h"
 
@@ -25,8 +26,9 @@ void add_quant_flags(CLI::App& app, QuantFlags& flags);
 
 // nullopt without --quant. Refused: --rhs-scales without --quant, block-wise
 // scales with --kernel v1, and (weight_pass false: tgmm, which has no weight)
-// block-wise scales at all.
-std::optional<QuantGmmOptions> parse_quant_flags(const QuantFlags& flags, KernelVersion kernel,
+// block-wise scales at all. Block-wise scales without --kernel fix the kernel
+// to v2 in `kernel` (only v2 applies them), so nothing resolves it to v1.
+std::optional<QuantGmmOptions> parse_quant_flags(const QuantFlags& flags, KernelSettings& kernel,
                                                  bool weight_pass);
 
 // bench --dtype: the recipe of "int8" or "fp8_e4m3", nullopt for f32 and

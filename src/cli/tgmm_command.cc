@@ -43,7 +43,7 @@ int run_tgmm(const std::vector<std::string>& args) {
   Tensor group_sizes = load_group_sizes(sizes_path, "--group-sizes", rows, "M (rows of --lhs)");
 
   const OpProblem problem{Pass::kGradRhs, rows, lhs.dim(1), dout.dim(1), group_sizes.dim(0)};
-  const TgmmOptions options = op_options<TgmmOptions>(flags, settings, problem);
+  const TgmmOptions options = op_options<TgmmOptions>(flags, settings, problem, group_sizes);
   const DType dtype = settings.kernel.dtype;
   Tensor out = settings.quant
                    ? quantized_tgmm(to_storage(lhs, dtype), to_storage(dout, dtype), group_sizes,

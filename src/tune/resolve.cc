@@ -50,12 +50,12 @@ ResolvedPassConfig heuristic_config(const GmmShape& shape) {
 }
 
 ResolvedPassConfig resolve_problem(const GmmShape& shape, const KernelOverrides& overrides,
-                                   const TuneCache* cache) {
+                                   const TuneCache* cache, int threads) {
   check_overrides(overrides);
   // An explicit kernel is known before the heuristic runs, so its tiles fit
   // the generation that will run.
   check_shape(shape);
-  ResolvedPassConfig config = tune::heuristic(shape, tune::this_machine(), overrides.kernel);
+  ResolvedPassConfig config = tune::heuristic(shape, tune::this_machine(threads), overrides.kernel);
   auto& source = config.source;
 
   if (cache) {
@@ -76,20 +76,6 @@ ResolvedPassConfig resolve_problem(const GmmShape& shape, const KernelOverrides&
     source.buffers = PlanSource::kExplicit;
   }
   return config;
-}
-
-bool fill_from_tune_cache(const GmmShape& shape, const TuneCache* cache, Tiles& tiles,
-                          KernelVersion* kernel, int* input_buffer_count) {
-  if (!cache) return false;
-  const std::optional<TuneEntry> entry = cache->find(shape);
-  if (!entry) return false;
-  const TuneCandidate& winner = entry->winner;
-  if (tiles.m == 0) tiles.m = winner.tiles.m;
-  if (tiles.k == 0) tiles.k = winner.tiles.k;
-  if (tiles.n == 0) tiles.n = winner.tiles.n;
-  if (kernel) *kernel = winner.kernel;
-  if (input_buffer_count) *input_buffer_count = winner.input_buffer_count;
-  return true;
 }
 
 ResolvedPassConfig resolve(const GmmPlan& plan, Weight weight, Pass pass, const ModelDims& dims,

@@ -29,7 +29,7 @@ std::vector<std::string> bench_args(const BenchCase& c) {
                                   c.dist, std::string("--dtype"), c.dtype,
                                   std::string("--kernel"), c.kernel, std::string("--threads"),
                                   c.threads, std::string("--reps"), std::string("3"),
-                                  std::string("--check")}) {
+                                  std::string("--check"), std::string("--no-cache")}) {
     args.push_back(flag);
   }
   if (!c.tiles.empty()) args.insert(args.end(), {"--tiles", c.tiles});
@@ -56,7 +56,14 @@ TEST_P(CliBenchTest, JsonHasEveryFieldAndCheckPasses) {
   EXPECT_EQ(j.at("dist"), c.dist);
   EXPECT_EQ(j.at("dtype"), c.dtype);
   EXPECT_EQ(j.at("kernel"), c.kernel);
-  EXPECT_EQ(j.at("tiles"), c.tiles.empty() ? "auto" : c.tiles);
+  // Tiles not given are resolved (tune cache, else the heuristic) and shown.
+  const std::string tiles = j.at("tiles");
+  if (!c.tiles.empty()) {
+    EXPECT_EQ(tiles, c.tiles);
+  }
+  EXPECT_EQ(std::count(tiles.begin(), tiles.end(), ','), 2) << tiles;
+  EXPECT_EQ(j.at("source").at("m"), c.tiles.empty() ? "heuristic" : "explicit");
+  EXPECT_EQ(j.at("source").at("kernel"), "explicit");
   EXPECT_EQ(j.at("threads"), std::stoi(c.threads));
   for (const char* field : {"ours_gflops", "openblas_loop_gflops", "openblas_dense_gflops",
                             "ratio_vs_loop", "ratio_vs_dense", "peak_rss_mib", "ours_median_ms",

@@ -186,6 +186,8 @@ def grouped_reference(lhs, rhs, sizes, transpose=False):
     ("fp8", "block:32", "v2", 0.07),
     ("int8", "channel", "v1", 0.02),
     ("int8", "block:64", "v2", 0.02),
+    ("fp8", "block:32", None, 0.07),  # no --kernel: block scales fix it to v2
+    ("int8", None, None, 0.02),  # tiles, kernel and buffers all resolved
 ])
 def test_cli_quantized_gmm_within_the_format_error(tmp_path, quant, rhs_scales, kernel, bound):
     rng = np.random.default_rng(3)
@@ -195,8 +197,9 @@ def test_cli_quantized_gmm_within_the_format_error(tmp_path, quant, rhs_scales, 
     for name, array in [("l", lhs), ("r", rhs), ("s", sizes)]:
         np.save(tmp_path / f"{name}.npy", array)
     run("gmm", "--lhs", tmp_path / "l.npy", "--rhs", tmp_path / "r.npy", "--group-sizes",
-        tmp_path / "s.npy", "--out", tmp_path / "o.npy", "--quant", quant, "--rhs-scales",
-        rhs_scales, "--kernel", kernel)
+        tmp_path / "s.npy", "--out", tmp_path / "o.npy", "--quant", quant,
+        *(["--rhs-scales", rhs_scales] if rhs_scales else []),
+        *(["--kernel", kernel] if kernel else []))
     out = np.load(tmp_path / "o.npy")
     want = grouped_reference(lhs, rhs, sizes)
     assert np.linalg.norm(out - want) / np.linalg.norm(want) <= bound
@@ -219,7 +222,7 @@ def test_cli_quantized_tgmm_within_the_format_error(tmp_path):
 
 
 @pytest.mark.parametrize("command,flags,needle", [
-    ("gmm", ["--quant", "fp8", "--rhs-scales", "block:32"], "--rhs-scales"),  # block with v1
+    ("gmm", ["--quant", "fp8", "--rhs-scales", "block:32", "--kernel", "v1"], "--rhs-scales"),
     ("gmm", ["--quant", "fp8", "--rhs-scales", "block:16", "--kernel", "v2"], "--rhs-scales"),
     ("gmm", ["--quant", "fp8", "--rhs-scales", "rows"], "--rhs-scales"),
     ("gmm", ["--rhs-scales", "channel"], "--rhs-scales"),  # without --quant
@@ -243,4 +246,27 @@ def test_cli_refuses_quantization_settings_that_cannot_work(tmp_path, command, f
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: " + needle), result.stderr
+    assert not (tmp_path / "o.npy").exists()
+
+
+def test_cli_rounds_a_resolved_tile_k_up_to_the_weight_blocks(tmp_path):
+    # K = 1040 is longer than the heuristic's k tile (512 on the machines we
+    # know), which block:80 does not divide: the CLI rounds the tile it
+    # resolved, where the same k set by hand is refused.
+    rng = np.random.default_rng(6)
+    lhs = rng.normal(size=(40, 1040)).astype(np.float32)
+    rhs = rng.normal(size=(2, 1040, 24)).astype(np.float32)
+    sizes = np.array([15, 25], np.int32)
+    for name, array in [("l", lhs), ("r", rhs), ("s", sizes)]:
+        np.save(tmp_path / f"{name}.npy", array)
+    args = ["gmm", "--lhs", tmp_path / "l.npy", "--rhs", tmp_path / "r.npy", "--group-sizes",
+            tmp_path / "s.npy", "--out", tmp_path / "o.npy", "--quant", "int8", "--rhs-scales",
+            "block:80", "--no-cache"]
+    run(*args)
+    out = np.load(tmp_path / "o.npy")
+    want = grouped_reference(lhs, rhs, sizes)
+    assert np.linalg.norm(out - want) / np.linalg.norm(want) <= 0.02
+    (tmp_path / "o.npy").unlink()
+    refused = run(*args, "--tiles", "16,512,24", expect_ok=False)
+    assert refused.returncode == 2 and "multiple of 80" in refused.stderr, refused.stderr
     assert not (tmp_path / "o.npy").exists()

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/bench_problem.h"
 #include "cli/cli_harness.h"
 #include "raggemm/plan.h"
 
@@ -213,9 +214,30 @@ TEST(RawOpCli, BenchUsesTheCacheUnlessNoCache) {
   EXPECT_EQ(explicit_kernel["tiles"], "8,16,32");
   EXPECT_EQ(explicit_kernel["kernel"], "v1");
   EXPECT_EQ(explicit_kernel["buffers"], 3);
+  for (const char* field : {"m", "k", "n", "kernel", "buffers"}) {
+    EXPECT_EQ(cached["source"][field], "cache") << field;
+  }
+  EXPECT_EQ(explicit_kernel["source"]["m"], "explicit");
+  EXPECT_EQ(explicit_kernel["source"]["kernel"], "explicit");
+  EXPECT_EQ(explicit_kernel["source"]["buffers"], "cache");
+
+  // Without the cache, what the user left unset comes from the heuristic on
+  // the run's own group sizes, as the ops resolve unset tiles.
   const nlohmann::json uncached = run({"--no-cache"});
-  EXPECT_EQ(uncached["tiles"], "auto");
-  EXPECT_EQ(uncached["kernel"], "v1");
+  shape.group_sizes = bench::draw_group_sizes(128, 4, bench::parse_group_dist("uniform", "--dist"));
+  const ResolvedPassConfig heuristic = resolve_problem(shape, {}, nullptr, 1);
+  EXPECT_EQ(uncached["tiles"], std::to_string(heuristic.tiles.m) + "," + std::to_string(heuristic.tiles.k) +
+                                   "," + std::to_string(heuristic.tiles.n));
+  EXPECT_EQ(uncached["kernel"], kernel_name(heuristic.kernel));
+  EXPECT_EQ(uncached["buffers"], 1);
+  for (const char* field : {"m", "k", "n", "kernel", "buffers"}) {
+    EXPECT_EQ(uncached["source"][field], "heuristic") << field;
+  }
+  const nlohmann::json partly_set = run({"--no-cache", "--tiles", "8,16,32", "--buffers", "2"});
+  EXPECT_EQ(partly_set["tiles"], "8,16,32");
+  EXPECT_EQ(partly_set["kernel"], kernel_name(heuristic.kernel));
+  EXPECT_EQ(partly_set["source"]["kernel"], "heuristic");
+  EXPECT_EQ(partly_set["source"]["buffers"], "explicit");
   ::unsetenv("RAGGEMM_TUNE_CACHE");
 }
 
