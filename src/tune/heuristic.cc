@@ -29,14 +29,24 @@ constexpr double kL2ShareA = 0.4;
 // every n-tile re-packs the item's A block, the widest n wins: on the shapes
 // of the benchmark table n = N beat n = 256 by 1.1-1.3x for gmm and dlhs.
 constexpr double kL3ShareB = 0.5;
-// tgmm contracts a group's few tokens (kc is at most a group's rows), so
-// its packed blocks are thin and every item re-packs a transposed lhs block
-// and a dout block for one short contraction: packing costs (1/m + 1/n) of
-// the compute, so m grows until the A block alone fills L2 (measured at
-// M = 4096, K = N = 1024: m = 1032, n = 1024 beat m = 348, n = 512 by 1.5x).
-constexpr double kL2ShareTgmm = 1.0;
-// v1 is kept while it recomputes at most this fraction of rows on tiles
-// straddling group boundaries; beyond it the group-aligned v2 is cheaper.
+// tgmm (v2) contracts each group's tokens from its own first token, so a
+// k-tile longer than a group costs that group nothing, while every extra
+// k-slice of a long group re-reads and re-writes its whole m x n
+// accumulator block (from L3 once the block outgrows L2). So k takes the
+// whole k bound (or the longest group, if shorter), and m grows until the
+// packed A block (m x k) takes its thread's share of L3: every m-tile
+// re-packs the dout block, and the output tiles of a group's short
+// contraction are written once. Measured at M = 4096, 2 threads (December
+// 2026, Zen 5) against k at the 90th percentile of the groups and m filling
+// L2: 128 zipf:1.2 groups 1.13x (K = N = 1024) and 1.09x (K = 2048,
+// N = 768); 8 uniform groups 1.03-1.2x; 32 groups 1.00-1.04x; 128 uniform
+// groups unchanged.
+constexpr double kL3ShareTgmmA = 0.5;
+// v1 tgmm (explicit only) visits every group inside each (K-tile, N-tile)
+// item, so its m keeps the packed A block within L2.
+constexpr double kL2ShareTgmmV1 = 1.0;
+// An explicit v1 keeps the v2 tile while it recomputes at most this fraction
+// of rows on tiles straddling group boundaries (beyond it, see v1_tile).
 constexpr double kMaxV1Waste = 0.02;
 constexpr int64_t kKAlign = 16;  // one 64-byte line of f32 per k step of a panel row
 // Groups up to this quantile of the sizes fit one ragged-axis tile in v2.
@@ -86,42 +96,38 @@ bool all_nonempty_equal(const std::vector<int64_t>& sizes) {
   return true;
 }
 
-// The tile of the ragged axis (gmm: m over rows; tgmm: k over tokens) and the
-// kernel: v1 with a tile that keeps group boundaries aligned when one exists,
-// else v2 with each group's rows split evenly into tiles of at most `limit`.
-std::pair<int64_t, KernelVersion> ragged_tile(const std::vector<int64_t>& sizes, int64_t limit,
-                                              int64_t align) {
-  const int64_t mean = mean_nonempty(sizes);
-  if (mean == 0) return {align, KernelVersion::kV1};
+// The tile of the ragged axis (gmm: m over rows; tgmm: k over tokens) for
+// v2: each group's rows split evenly into tiles of at most `limit`.
+int64_t ragged_tile(const std::vector<int64_t>& sizes, int64_t limit, int64_t align) {
+  if (mean_nonempty(sizes) == 0) return align;
   // v2 tiles each group from its own first row, so a group just over the
-  // tile gets a sliver tile that pays a whole packing pass (of B in gmm, of
-  // the accumulator tile in tgmm) for a few rows. Sizing from a high
-  // quantile of the group sizes rather than the mean makes most groups one
-  // tile (measured: tgmm at G = 32 drawn sizes, 128 +- 11 rows: k = 256
-  // beat k = 128 by 1.3x).
-  const int64_t v2_tile = balanced_tile(quantile_nonempty(sizes, kGroupQuantile), limit, align);
-  // Balanced groups: a tile that divides the group size wastes nothing in v1.
-  if (all_nonempty_equal(sizes)) {
-    int64_t pieces = (mean + limit - 1) / limit;
-    while (pieces <= mean && mean % pieces != 0) ++pieces;
-    const int64_t aligned = mean / pieces;
-    if (aligned >= align && v1_row_waste(sizes, aligned) <= kMaxV1Waste) {
-      return {aligned, KernelVersion::kV1};
-    }
-  }
-  if (v1_row_waste(sizes, v2_tile) <= kMaxV1Waste) return {v2_tile, KernelVersion::kV1};
-  return {v2_tile, KernelVersion::kV2};
+  // tile gets a sliver tile that pays a whole packing pass (of B in gmm) for
+  // a few rows. Sizing from a high quantile of the group sizes rather than
+  // the mean makes most groups one tile.
+  return balanced_tile(quantile_nonempty(sizes, kGroupQuantile), limit, align);
 }
 
-// The ragged-axis tile for v1 when no tile keeps the group boundaries
-// aligned: v1 recomputes a whole tile once per group it touches, so a
-// smaller tile wastes fewer rows, while every tile visit also pays fixed
-// costs (packing B for the visit, the row-masked copy-out) worth about
-// kV1VisitOverheadTiles register tiles of rows. Minimizes
+// The ragged-axis tile for an explicit v1, which lays tiles over the global
+// row space and recomputes a whole tile once per group it touches.
+// Balanced groups: a tile that divides the group size wastes nothing.
+// Otherwise the v2 tile while it wastes at most kMaxV1Waste; beyond that a
+// smaller tile wastes fewer recomputed rows while every tile visit also
+// pays fixed costs (packing B for the visit, the row-masked copy-out) worth
+// about kV1VisitOverheadTiles register tiles of rows: the tile minimizing
 // (1 + waste(t)) * (t + overhead) / t over the aligned tiles up to `limit`.
 constexpr int64_t kV1VisitOverheadTiles = 2;
 
 int64_t v1_tile(const std::vector<int64_t>& sizes, int64_t limit, int64_t align) {
+  const int64_t mean = mean_nonempty(sizes);
+  if (mean == 0) return align;
+  if (all_nonempty_equal(sizes)) {
+    int64_t pieces = (mean + limit - 1) / limit;
+    while (pieces <= mean && mean % pieces != 0) ++pieces;
+    const int64_t aligned = mean / pieces;
+    if (aligned >= align && v1_row_waste(sizes, aligned) <= kMaxV1Waste) return aligned;
+  }
+  const int64_t v2_tile = ragged_tile(sizes, limit, align);
+  if (v1_row_waste(sizes, v2_tile) <= kMaxV1Waste) return v2_tile;
   const auto overhead = static_cast<double>(kV1VisitOverheadTiles * align);
   int64_t best = align;
   double best_cost = 0;
@@ -131,6 +137,10 @@ int64_t v1_tile(const std::vector<int64_t>& sizes, int64_t limit, int64_t align)
     if (tile == align || cost < best_cost) best = tile, best_cost = cost;
   }
   return best;
+}
+
+int64_t max_group(const std::vector<int64_t>& sizes) {
+  return sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end());
 }
 
 }  // namespace
@@ -190,10 +200,13 @@ ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine,
       kKAlign, round_down(std::min(a_panel_bytes / (mr * kFloatBytes), b_panel_bytes / (nr * kFloatBytes)),
                           kKAlign));
 
-  // The heuristic picks v1 only with a tile that keeps its waste small; an
-  // explicit v1 gets a tile that trades its waste against visit overheads.
-  const bool kernel_fixed_to_v1 = kernel == KernelVersion::kV1;
+  // v2 unless the caller fixes v1: v2 ran faster on every shape measured,
+  // exactly balanced groups included, where v1 wastes nothing (M = 4096,
+  // K = N = 1024, 2 threads, G = 8/32/128 of equal sizes: gmm 1.03x / 1.10x /
+  // 1.23x, tgmm 1.2x / 1.7x / 2.8x). v1 stays available, with its own tiles.
+  const bool v1 = kernel == KernelVersion::kV1;
   ResolvedPassConfig config;
+  config.kernel = kernel.value_or(KernelVersion::kV2);
   config.input_buffer_count = 1;
   config.quantization = shape.quantization;
   if (shape.pass != Pass::kGradRhs) {
@@ -211,22 +224,18 @@ ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine,
     if (shape.pass == Pass::kGradLhs && extents.k > 0 && extents.k <= whole_row_limit) {
       config.tiles.k = extents.k;
     }
-    auto [m_tile, kernel] = ragged_tile(sizes, m_limit, mr);
-    config.tiles.m = m_tile;
-    config.kernel = kernel;
-    if (kernel_fixed_to_v1 && v1_row_waste(sizes, m_tile) > kMaxV1Waste) {
-      config.tiles.m = v1_tile(sizes, m_limit, mr);
-    }
-  } else {
+    config.tiles.m = v1 ? v1_tile(sizes, m_limit, mr) : ragged_tile(sizes, m_limit, mr);
+  } else if (v1) {
     // tgmm contracts the tokens: k is the ragged axis, m tiles the K rows.
-    auto [k_tile, kernel] = ragged_tile(sizes, kc_limit, kKAlign);
-    config.tiles.k = k_tile;
-    config.kernel = kernel;
-    if (kernel_fixed_to_v1 && v1_row_waste(sizes, k_tile) > kMaxV1Waste) {
-      config.tiles.k = v1_tile(sizes, kc_limit, kKAlign);
-    }
-    const auto l2_tgmm = static_cast<int64_t>(kL2ShareTgmm * static_cast<double>(machine.caches.l2));
+    config.tiles.k = v1_tile(sizes, kc_limit, kKAlign);
+    const auto l2_tgmm = static_cast<int64_t>(kL2ShareTgmmV1 * static_cast<double>(machine.caches.l2));
     const int64_t m_limit = std::max(mr, round_up(l2_tgmm / (config.tiles.k * kFloatBytes), mr));
+    config.tiles.m = balanced_tile(extents.m, m_limit, mr);
+  } else {
+    config.tiles.k = std::min(kc_limit, round_up(std::max<int64_t>(max_group(sizes), 1), kKAlign));
+    const auto l3_a = static_cast<int64_t>(kL3ShareTgmmA * static_cast<double>(machine.caches.l3) /
+                                           std::max(1, machine.threads));
+    const int64_t m_limit = std::max(mr, round_down(l3_a / (config.tiles.k * kFloatBytes), mr));
     config.tiles.m = balanced_tile(extents.m, m_limit, mr);
   }
   // n: the packed B block (kc x n) within each thread's share of L3.
@@ -235,7 +244,6 @@ ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine,
   const int64_t n_limit = std::max(nr, round_down(l3_b / (config.tiles.k * kFloatBytes), nr));
   config.tiles.n = balanced_tile(extents.n, n_limit, nr);
 
-  if (kernel) config.kernel = *kernel;
   // Enough work items for the threads: the drivers spread items over
   // threads (v2: (group, m-tile, n-tile); v1 gmm: (global m-tile, n-tile);
   // v1 tgmm: (K-tile, N-tile), all groups inside one item), so split n

@@ -1,6 +1,7 @@
 // The tile heuristic: kernel tiles from the cache sizes and the microkernel's
 // register tile, the m (or, for tgmm, k) tile from the group sizes, and the
-// kernel version from the rows v1 would waste. Rules: docs/tiling.md.
+// kernel version (v2, measured faster everywhere; an explicit v1 gets tiles
+// that weigh the rows it would waste). Rules: docs/tiling.md.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +36,7 @@ double v1_row_waste(const std::vector<int64_t>& group_sizes, int64_t tile);
 
 // `kernel`, when given, is the generation that will run (an explicit
 // setting): the tiles are then chosen for it instead of the heuristic's own
-// pick (v1 and v2 split the work into different items).
+// pick (v1 and v2 split the work into different items and waste differently).
 ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine,
                              std::optional<KernelVersion> kernel = std::nullopt);
 

@@ -66,8 +66,8 @@ TEST(Heuristic, TilesRespectTheCachesAndTheRegisterTile) {
       EXPECT_GT(t.n, 0);
       EXPECT_EQ(t.n % machine.nr, 0) << t.n;
       // The A micro-panel fits half of L1 and the B micro-panel an eighth of
-      // L2; the packed A block fits 40% of L2 (tgmm's may fill L2, up to one
-      // register-tile rounding); each thread's packed B block half of L3.
+      // L2; the packed A block fits 40% of L2 (tgmm's, half of L3 over the
+      // threads); each thread's packed B block half of L3.
       // (dlhs takes whole rows of its contracted dim instead while the B
       // micro-panel stays within its share.)
       if (pass == Pass::kGradLhs) {
@@ -76,8 +76,8 @@ TEST(Heuristic, TilesRespectTheCachesAndTheRegisterTile) {
         EXPECT_LE(machine.mr * t.k * 4, machine.caches.l1d / 2);
       }
       EXPECT_LE(machine.nr * t.k * 4, machine.caches.l2 / 8);
-      if (pass == Pass::kGradRhs) {
-        EXPECT_LE((t.m - machine.mr) * t.k * 4, machine.caches.l2);
+      if (pass == Pass::kGradRhs) {  // v2 tgmm: A block within the thread's L3 share
+        EXPECT_LE((t.m - machine.mr) * t.k * 4 * machine.threads, machine.caches.l3 / 2);
       } else if (pass == Pass::kGradLhs) {  // m sized for the regular k (512)
         EXPECT_LE(t.m * 512 * 4, machine.caches.l2 * 4 / 10);
       } else {
@@ -93,18 +93,43 @@ TEST(Heuristic, TilesRespectTheCachesAndTheRegisterTile) {
   }
 }
 
-TEST(Heuristic, KernelFollowsTheWasteOfV1) {
+TEST(Heuristic, PicksV2AndFitsAnExplicitV1ToItsWaste) {
   const MachineModel machine = zen_like();
-  // Balanced groups: a tile dividing the group keeps v1 free of waste.
-  const ResolvedPassConfig balanced =
-      heuristic(gmm_shape(Pass::kForward, 4096, 1024, 1024, std::vector<int32_t>(32, 128)), machine);
-  EXPECT_EQ(balanced.kernel, KernelVersion::kV1);
-  EXPECT_EQ(128 % balanced.tiles.m, 0) << balanced.tiles.m;
-  // Skewed groups: v1 would recompute straddling tiles, v2 does not.
+  // v2 measured faster even on balanced groups, where v1 wastes nothing.
+  const GmmShape balanced_shape = gmm_shape(Pass::kForward, 4096, 1024, 1024, std::vector<int32_t>(32, 128));
+  EXPECT_EQ(heuristic(balanced_shape, machine).kernel, KernelVersion::kV2);
   for (Pass pass : kAllPasses) {
     const ResolvedPassConfig config = heuristic(gmm_shape(pass, 4096, 1024, 1024, skewed(128, 4096)), machine);
     EXPECT_EQ(config.kernel, KernelVersion::kV2) << pass_name(pass);
   }
+  // An explicit v1 on balanced groups: a tile dividing the group, no waste.
+  const ResolvedPassConfig balanced = heuristic(balanced_shape, machine, KernelVersion::kV1);
+  EXPECT_EQ(balanced.kernel, KernelVersion::kV1);
+  EXPECT_EQ(128 % balanced.tiles.m, 0) << balanced.tiles.m;
+  GmmShape tgmm_balanced = balanced_shape;
+  tgmm_balanced.pass = Pass::kGradRhs;
+  const ResolvedPassConfig tgmm_v1 = heuristic(tgmm_balanced, machine, KernelVersion::kV1);
+  EXPECT_EQ(tgmm_v1.kernel, KernelVersion::kV1);
+  EXPECT_EQ(128 % tgmm_v1.tiles.k, 0) << tgmm_v1.tiles.k;
+}
+
+// tgmm (v2) contracts each group from its first token: k takes the whole
+// k bound (or the longest group) whatever the other groups' sizes, and m
+// the whole K while the packed A block fits its thread's share of L3.
+TEST(Heuristic, TgmmTakesLongContractionsAndWholeRows) {
+  const MachineModel machine = zen_like();
+  const ResolvedPassConfig skew = heuristic(gmm_shape(Pass::kGradRhs, 4096, 1024, 1024, skewed(128, 4096)), machine);
+  EXPECT_EQ(skew.tiles.k, 512);
+  EXPECT_EQ(skew.tiles.m, 1032);  // K = 1024 in one MR-aligned tile
+  EXPECT_EQ(skew.tiles.n, 1024);
+  // Groups all shorter than the bound: k is the longest, rounded to 16.
+  const ResolvedPassConfig small =
+      heuristic(gmm_shape(Pass::kGradRhs, 4096, 1024, 1024, std::vector<int32_t>(128, 32)), machine);
+  EXPECT_EQ(small.tiles.k, 32);
+  // A K too long for the L3 share splits evenly: 16 MiB / 2 threads / (512 * 4) = 4096 rows.
+  const ResolvedPassConfig wide = heuristic(gmm_shape(Pass::kGradRhs, 4096, 7168, 1024, skewed(8, 4096)), machine);
+  EXPECT_EQ(wide.tiles.k, 512);
+  EXPECT_EQ(wide.tiles.m, 3588);  // 7168 / 2 = 3584, rounded up to MR
 }
 
 TEST(Heuristic, MTileFollowsTheGroupSizes) {
