@@ -5,6 +5,7 @@
 
 #include "kernels/decode.h"
 #include "kernels/interleave.h"
+#include "kernels/widen.h"
 #include "kernels/workspace.h"
 
 namespace raggemm::kernels {
@@ -28,13 +29,25 @@ const float* f32_rows(const Operand& src, int64_t r, int64_t rows, int64_t c0, i
 
 // Packs rows [r, r + rows) of `src` (depth along columns [c0, c0 + kc)) into
 // panels of `width` rows each.
+// Operands that need decoding go through a staging block, in depth chunks
+// small enough for the block to stay in L1 between decoding and
+// interleaving (32 rows x 256 x 4 bytes = 32 KiB; a whole 1024-deep dlhs
+// panel staged at once spilled to L2, and bf16 dlhs ran at 0.87x f32).
+constexpr int64_t kDecodeDepthChunk = 256;
+
 void pack_row_panels(const Operand& src, int64_t r, int64_t rows, int64_t c0, int64_t kc,
                      int width, float* dst) {
+  const bool plain_f32 = src.dtype == DType::kF32 && !src.scale.data;
+  const int64_t chunk = plain_f32 ? std::max<int64_t>(kc, 1) : kDecodeDepthChunk;
   for (int64_t panel = 0; panel * width < rows; ++panel) {
     const int height = static_cast<int>(std::min<int64_t>(width, rows - panel * width));
-    int64_t ld = 0;
-    const float* block = f32_rows(src, r + panel * width, height, c0, kc, &ld);
-    interleave_rows(block, ld, height, kc, width, dst + panel * width * kc);
+    float* panel_dst = dst + panel * width * kc;
+    for (int64_t d = 0; d < kc; d += chunk) {
+      const int64_t depth = std::min(chunk, kc - d);
+      int64_t ld = 0;
+      const float* block = f32_rows(src, r + panel * width, height, c0 + d, depth, &ld);
+      interleave_rows(block, ld, height, depth, width, panel_dst + d * width);
+    }
   }
 }
 
@@ -68,6 +81,13 @@ void pack_b(const Operand& src, bool transposed, int64_t k0, int64_t kc, int64_t
             int64_t cols, int nr, float* dst) {
   const int64_t panels = (cols + nr - 1) / nr;
   const int64_t padded = panels * nr;
+  if (!transposed && src.dtype == DType::kBF16 && !src.scale.data) {
+    // bf16 widens in the same pass that lays out the panels (at 128 groups
+    // of 32 rows, staging each row in f32 first cost 0.83x f32's speed).
+    widen_bf16_panels(static_cast<const uint16_t*>(src.data) + k0 * src.ld + n0, src.ld, kc, cols,
+                      nr, dst);
+    return;
+  }
   if (!transposed) {
     const bool plain_f32 = src.dtype == DType::kF32 && !src.scale.data;
     float* line = plain_f32 ? nullptr : scratch_line(padded);

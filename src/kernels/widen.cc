@@ -3,6 +3,8 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include <algorithm>
+
 #include "kernels/widen.h"
 #include "raggemm/dtype.h"
 
@@ -25,6 +27,24 @@ void WidenBf16(const uint16_t* src, int64_t count, float* dst) {
   for (; j < count; ++j) dst[j] = bf16_to_f32(src[j]);
 }
 
+// Rows of bf16 straight into packed B micro-panels: row p's columns
+// [panel * nr, panel * nr + nr) go to dst + panel * nr * rows + p * nr, the
+// last panel zero-padded. One pass, no f32 staging line.
+void WidenBf16Panels(const uint16_t* src, int64_t ld, int64_t rows, int64_t cols, int64_t nr,
+                     float* dst) {
+  const int64_t panels = (cols + nr - 1) / nr;
+  for (int64_t p = 0; p < rows; ++p) {
+    const uint16_t* row = src + p * ld;
+    for (int64_t panel = 0; panel < panels; ++panel) {
+      const int64_t c0 = panel * nr;
+      const int64_t width = std::min(nr, cols - c0);
+      float* out = dst + panel * nr * rows + p * nr;
+      WidenBf16(row + c0, width, out);
+      for (int64_t j = width; j < nr; ++j) out[j] = 0.0f;
+    }
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace raggemm::kernels
 HWY_AFTER_NAMESPACE();
@@ -33,9 +53,15 @@ HWY_AFTER_NAMESPACE();
 namespace raggemm::kernels {
 
 HWY_EXPORT(WidenBf16);
+HWY_EXPORT(WidenBf16Panels);
 
 void widen_bf16(const uint16_t* src, int64_t count, float* dst) {
   HWY_DYNAMIC_DISPATCH(WidenBf16)(src, count, dst);
+}
+
+void widen_bf16_panels(const uint16_t* src, int64_t ld, int64_t rows, int64_t cols, int nr,
+                       float* dst) {
+  HWY_DYNAMIC_DISPATCH(WidenBf16Panels)(src, ld, rows, cols, nr, dst);
 }
 
 }  // namespace raggemm::kernels

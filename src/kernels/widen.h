@@ -11,4 +11,10 @@ namespace raggemm::kernels {
 // dst[j] = bf16 value src[j] as f32, j < count.
 void widen_bf16(const uint16_t* src, int64_t count, float* dst);
 
+// `rows` rows of `cols` bf16 values, `ld` apart, widened straight into B
+// micro-panels of `nr` columns (pack_b's layout: panel q holds columns
+// [q * nr, q * nr + nr) of every row, row-major, the last one zero-padded).
+void widen_bf16_panels(const uint16_t* src, int64_t ld, int64_t rows, int64_t cols, int nr,
+                       float* dst);
+
 }  // namespace raggemm::kernels

@@ -102,6 +102,10 @@ std::vector<Case> shape_cases() {
       {"column_chunks", 100, 70, 300, {40, 0, 17, 33}, {64, 32, 300}},
       // ...and dlhs here (260 output columns), slices of whole rows.
       {"column_chunks_dlhs", 90, 260, 96, {30, 0, 45, 15}, {48, 96, 300}},
+      // Depth slices longer than the staging chunk of decoded (bf16) panels
+      // (256): packing goes by chunks 256, 256 and a ragged rest (fwd k 600;
+      // dlhs contracts 530), and B panels end ragged (530 columns).
+      {"deep_decode_chunks", 70, 600, 530, {30, 0, 25, 10}, {24, 600, 600}},
   };
 }
 
