@@ -1,8 +1,13 @@
 """Formats the JSON lines of bench/run_performance.sh as docs/performance.md.
 
-usage: performance_report.py RESULTS_DIR THREADS REPS
+usage: performance_report.py RESULTS_DIR THREADS REPS [ROUNDS]
+
+A case measured in several rounds (one cases.jsonl line per round) is
+reported as its per-field median over the rounds; the ratios are the
+medians of each round's own same-run ratios.
 """
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -81,6 +86,25 @@ def print_target_summary(cases, peak_gflops, threads):
     print()
 
 
+CASE_KEY = ("op", "k", "n", "groups", "dist", "kernel", "dtype")
+
+
+def merge_rounds(lines):
+    """One case per key, numeric fields the median over its rounds, in first-seen order."""
+    rounds = {}
+    for case in lines:
+        rounds.setdefault(tuple(case[f] for f in CASE_KEY), []).append(case)
+    merged = []
+    for runs in rounds.values():
+        case = dict(runs[0])
+        for field, value in runs[0].items():
+            if isinstance(value, float):
+                case[field] = statistics.median(run[field] for run in runs)
+        case["rounds"] = len(runs)
+        merged.append(case)
+    return merged
+
+
 def main():
     results = Path(sys.argv[1])
     threads, reps = sys.argv[2], sys.argv[3]
@@ -88,12 +112,14 @@ def main():
     peak = json.loads((results / "peak.json").read_text())
     avx2_file = results / "peak_avx2.json"
     avx2 = json.loads(avx2_file.read_text()) if avx2_file.exists() and avx2_file.stat().st_size else None
-    cases = [json.loads(line) for line in (results / "cases.jsonl").read_text().splitlines() if line]
+    rounds = sys.argv[4] if len(sys.argv) > 4 else "1"
+    cases = merge_rounds(json.loads(line) for line in (results / "cases.jsonl").read_text().splitlines() if line)
 
     print("# Performance\n")
     print("Produced by `bench/run_performance.sh` (rerun it to refresh this page); every")
-    print(f"figure is the median of {reps} timed runs after warm-up, {threads} threads, M = 4096,")
-    print("measured in one run of `raggemm bench` per row, ours and both OpenBLAS peers")
+    print(f"figure is, per case, the median over {rounds} rounds (the whole sweep repeated) of one")
+    print(f"`raggemm bench` run's median of {reps} timed runs after warm-up ({threads} threads,")
+    print("M = 4096); each bench run times ours and both OpenBLAS peers")
     print("(a per-group `cblas_sgemm` loop, and one dense `cblas_sgemm` of the same total")
     print("M, K, N) on the same inputs. GFLOP/s = 2 M K N / time for every implementation.")
     print("OpenBLAS runs as this machine's environment sets it (`OPENBLAS_CORETYPE=Haswell`:")
@@ -113,14 +139,14 @@ def main():
     for op in ("gmm", "dlhs", "tgmm"):
         print(f"## {op}\n")
         print(f"Targets: {TARGETS[op]}.\n")
-        print("| K | N | groups | dist | kernel | dtype | ours GFLOP/s | % of FMA peak | loop GFLOP/s | dense GFLOP/s | vs loop | vs dense | peak RSS MiB | inputs+out MiB | target met |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        print("| K | N | groups | dist | kernel | tiles | dtype | ours GFLOP/s | % of FMA peak | loop GFLOP/s | dense GFLOP/s | vs loop | vs dense | peak RSS MiB | inputs+out MiB | target met |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for c in cases:
             if c["op"] != op:
                 continue
             met = meets(c) if c["kernel"] == "v2" else None
             met_text = "" if met is None else ("yes" if met else "**no**")
-            print(f"| {c['k']} | {c['n']} | {c['groups']} | {c['dist']} | {c['kernel']} | {c['dtype']} | "
+            print(f"| {c['k']} | {c['n']} | {c['groups']} | {c['dist']} | {c['kernel']} | {c['tiles']} | {c['dtype']} | "
                   f"{c['ours_gflops']:.1f} | {100 * c['ours_gflops'] / best:.0f}% | {c['openblas_loop_gflops']:.1f} | "
                   f"{c['openblas_dense_gflops']:.1f} | {c['ratio_vs_loop']:.2f} | {c['ratio_vs_dense']:.2f} | "
                   f"{c['peak_rss_mib']:.0f} | {c['tensors_mib']:.0f} | {met_text} |")
