@@ -5,6 +5,8 @@
 // never changes a result.
 #pragma once
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
@@ -22,6 +24,47 @@ void parallel_items(const std::vector<int64_t>& costs, int threads, Fn&& fn) {
   const int team = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, count)));
 #pragma omp parallel for schedule(dynamic, 1) num_threads(team)
   for (int64_t i = 0; i < count; ++i) fn(order[i]);
+}
+
+// The same items, sorted largest first, taken from both ends: even-numbered
+// threads take the largest remaining item, odd-numbered ones the smallest,
+// until the ends meet. For passes whose small items are bound by memory
+// traffic that does not shrink with them (a tgmm group of 3 tokens still
+// writes its whole [K, N] tile) and whose large ones by FMAs: largest-first
+// runs the large items together, then the small ones, so DRAM idles in the
+// first half and the FMA units in the second; from both ends, one thread
+// computes while another streams. The last items taken are middle-sized, so
+// the threads finish together only when the items are many: with fewer than
+// kTwoEndedMinItemsPerThread per thread, largest-first it is. (Measured,
+// tgmm at 2 threads, medians of 9 alternated runs against largest-first:
+// 128 zipf:1.2 groups 302 against 290 GFLOP/s, 128 uniform groups 399
+// against 408; without the floor, 8 zipf groups (8-16 items) lost 5-10%.)
+constexpr int64_t kTwoEndedMinItemsPerThread = 16;
+
+template <class Fn>
+void parallel_items_two_ended(const std::vector<int64_t>& costs, int threads, Fn&& fn) {
+  if (static_cast<int64_t>(costs.size()) < kTwoEndedMinItemsPerThread * std::max(threads, 1)) {
+    parallel_items(costs, threads, fn);
+    return;
+  }
+  std::vector<int64_t> order(costs.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return costs[a] > costs[b]; });
+  const int64_t count = static_cast<int64_t>(order.size());
+  const int team = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, count)));
+  int64_t front = 0, back = count;  // items [front, back) are left
+#pragma omp parallel num_threads(team)
+  {
+    const bool largest = omp_get_thread_num() % 2 == 0;
+    for (;;) {
+      int64_t item = -1;
+#pragma omp critical(raggemm_two_ended_items)
+      if (front < back) item = largest ? front++ : --back;
+      if (item < 0) break;
+      fn(order[item]);
+    }
+  }
 }
 
 }  // namespace raggemm::kernels

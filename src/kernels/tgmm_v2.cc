@@ -27,7 +27,7 @@ void tgmm_v2(const TgmmProblem& p, const Schedule& s) {
     costs[item] = p.starts[p.group_offset + g + 1] - p.starts[p.group_offset + g];
   }
   const int depth = s.input_buffer_count - 1;
-  parallel_items(costs, s.threads, [&](int64_t item) {
+  parallel_items_two_ended(costs, s.threads, [&](int64_t item) {
     const TgmmTile tile = tiling.tile(item);
     const int64_t begin = p.starts[p.group_offset + tile.group];
     const int64_t end = p.starts[p.group_offset + tile.group + 1];
