@@ -65,5 +65,8 @@ for ((round = 1; round <= rounds; ++round)); do
   done
 done
 python3 bench/performance_report.py "$out" "$threads" "$reps" "$rounds" >docs/performance.md.tmp
+# The raw lines behind the table, one per bench run, for other analyses.
+cp "$out/cases.jsonl" docs/performance_cases.jsonl.tmp
 mv docs/performance.md.tmp docs/performance.md
-echo "wrote docs/performance.md"
+mv docs/performance_cases.jsonl.tmp docs/performance_cases.jsonl
+echo "wrote docs/performance.md and docs/performance_cases.jsonl"

@@ -52,6 +52,26 @@ for shape in "${shapes[@]}"; do
         --budget-s "$budget" --cache "$cache" --quiet >/dev/null
       tune_s=$(python3 -c "print($(date +%s.%N) - $start)")
       load=$(cut -d' ' -f1 /proc/loadavg)
+      # The tuner's own same-run times of wi's passes (tuned / heuristic; at
+      # most 1 by construction: the heuristic's config stays unless beaten).
+      tuner=$(python3 - "$cache" "$k" "$n" <<'PY'
+import json, sys
+entries = json.load(open(sys.argv[1]))["entries"]
+k, n = sys.argv[2], sys.argv[3]
+# wi's passes in op terms: fwd and drhs (k, n) = (K, N); dlhs contracts N.
+want = {"fwd": (k, n), "dlhs": (n, k), "drhs": (k, n)}
+ratios = {}
+for key, entry in entries.items():
+    fields = dict(part.split("=", 1) for part in key.split(";"))
+    if want.get(fields["pass"]) != (fields["k"], fields["n"]):
+        continue
+    w = entry["winner"]
+    same = lambda t: all(t[f] == w[f] for f in ("m", "k", "n", "kernel", "buffers"))
+    won = next((t["seconds"] for t in entry["timings"] if same(t)), entry["heuristic_seconds"])
+    ratios[fields["pass"]] = won / entry["heuristic_seconds"]
+print(json.dumps(ratios))
+PY
+)
       common=(--m 4096 --embed "$k" --mlp "$n" --groups "$g" --dist "$dist" --json)
       heuristic=$("$bin" plan "${common[@]}" --no-cache)
       tuned=$("$bin" plan "${common[@]}" --cache "$cache")
@@ -66,7 +86,8 @@ for shape in "${shapes[@]}"; do
             # shellcheck disable=SC2086  # flags is a list of words
             result=$("$bin" bench "$op" --m 4096 --k "$k" --n "$n" --groups "$g" --dist "$dist" \
               --threads 2 --reps "$reps" --json --no-cache $flags)
-            echo "{\"config\":\"$which\",\"flags\":\"$flags\",\"tune_s\":$tune_s,\"budget_s\":$budget,\"load\":$load,\"result\":$result}" \
+            ratio=$(python3 -c "import json,sys; print(json.loads(sys.argv[1]).get('$pass', 'null'))" "$tuner")
+            echo "{\"config\":\"$which\",\"flags\":\"$flags\",\"tune_s\":$tune_s,\"budget_s\":$budget,\"load\":$load,\"tuner_ratio\":$ratio,\"result\":$result}" \
               >>"$out/tiling.jsonl"
           done
         done
