@@ -148,12 +148,15 @@ TEST(Heuristic, ZenLikeMachineGetsTheMeasuredShapes) {
   const MachineModel machine = zen_like();
   const ResolvedPassConfig fwd =
       heuristic(gmm_shape(Pass::kForward, 4096, 1024, 1024, skewed(8, 4096)), machine);
-  EXPECT_EQ(fwd.tiles.k, 512);
+  EXPECT_EQ(fwd.tiles.k, 256);  // the forward v2 takes a quarter of L1
   EXPECT_EQ(fwd.tiles.n, 1024);
-  EXPECT_EQ(fwd.tiles.m, 192);
+  EXPECT_EQ(fwd.tiles.m, 192);   // from the regular k of 512
+  const ResolvedPassConfig fwd_v1 = heuristic(
+      gmm_shape(Pass::kForward, 4096, 1024, 1024, skewed(8, 4096)), machine, KernelVersion::kV1);
+  EXPECT_EQ(fwd_v1.tiles.k, 512);
   const ResolvedPassConfig wide =
       heuristic(gmm_shape(Pass::kForward, 4096, 2048, 768, skewed(8, 4096)), machine);
-  EXPECT_EQ(wide.tiles.k, 512);
+  EXPECT_EQ(wide.tiles.k, 256);
   EXPECT_EQ(wide.tiles.n, 768);
   // dlhs contracts N = 768 of the stored rows: one whole-row slice.
   const ResolvedPassConfig dlhs =
