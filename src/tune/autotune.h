@@ -22,6 +22,9 @@ struct TuneOptions {
   // Test hook: corrupts the output of the candidates it returns true for,
   // after they ran and before the check, to prove they are never picked.
   std::function<bool(const TuneCandidate&)> sabotage;
+  // Test hook: called before every run of a candidate (to count or slow
+  // down the runs of chosen candidates).
+  std::function<void(const TuneCandidate&)> before_run;
 };
 
 struct TuneResult {

@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <map>
 #include <set>
+#include <string>
+#include <thread>
 
 #include "raggemm/error.h"
 #include "raggemm/gmm.h"
@@ -80,6 +84,51 @@ TEST(Autotune, NeverPicksACandidateThatFailsTheCheck) {
 
   options.sabotage = [](const TuneCandidate&) { return true; };
   EXPECT_THROW(tune_problem(shape, options), Error);
+}
+
+// Stage 3 gives v1 the ragged-axis tile of an explicit-v1 heuristic (m for
+// gmm, k for tgmm), not v2's: v2's tile can make v1 recompute every tile
+// many times over on skewed groups.
+TEST(Autotune, V1CandidatesGetTheV1RaggedTile) {
+  for (Pass pass : {Pass::kForward, Pass::kGradRhs}) {
+    SCOPED_TRACE(pass_name(pass));
+    const GmmShape shape = small_shape(pass, {3, 0, 130, 7, 60});
+    const Tiles v1 = heuristic(shape, this_machine(), KernelVersion::kV1).tiles;
+    TuneOptions options = quick();
+    options.budget_s = 3.0;  // enough to reach stage 3 on this small problem
+    const TuneResult result = tune_problem(shape, options);
+    int v1_timed = 0;
+    for (const CandidateTiming& timing : result.entry.timings) {
+      if (timing.candidate.kernel != KernelVersion::kV1) continue;
+      ++v1_timed;
+      if (pass == Pass::kGradRhs) {
+        EXPECT_EQ(timing.candidate.tiles.k, v1.k);
+      } else {
+        EXPECT_EQ(timing.candidate.tiles.m, v1.m);
+      }
+    }
+    EXPECT_GE(v1_timed, 1);
+  }
+}
+
+// A candidate whose checked call alone takes several times the best time
+// so far is not timed further: one call, not one per size set plus samples.
+TEST(Autotune, AHopelessCandidateRunsOnce) {
+  const GmmShape shape = small_shape(Pass::kForward, {3, 0, 130, 7, 60});  // two size sets
+  std::map<std::string, int> v1_runs;
+  TuneOptions options = quick();
+  options.budget_s = 3.0;
+  options.before_run = [&](const TuneCandidate& c) {
+    if (c.kernel != KernelVersion::kV1) return;
+    ++v1_runs[std::to_string(c.input_buffer_count)];
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));  // far beyond the real calls
+  };
+  tune_problem(shape, options);
+  ASSERT_FALSE(v1_runs.empty());
+  for (const auto& [buffers, runs] : v1_runs) {
+    SCOPED_TRACE("v1 buffers=" + buffers);
+    EXPECT_EQ(runs, 1);
+  }
 }
 
 TEST(Autotune, RejectsWhatItCannotTune) {
