@@ -45,14 +45,17 @@ constexpr double kL3ShareB = 0.5;
 // k-tile longer than a group costs that group nothing, while every extra
 // k-slice of a long group re-reads and re-writes its whole m x n
 // accumulator block (from L3 once the block outgrows L2). So k takes the
-// whole k bound (or the longest group, if shorter), and m grows until the
-// packed A block (m x k) takes its thread's share of L3: every m-tile
-// re-packs the dout block, and the output tiles of a group's short
-// contraction are written once. Measured at M = 4096, 2 threads (December
-// 2026, Zen 5) against k at the 90th percentile of the groups and m filling
-// L2: 128 zipf:1.2 groups 1.13x (K = N = 1024) and 1.09x (K = 2048,
-// N = 768); 8 uniform groups 1.03-1.2x; 32 groups 1.00-1.04x; 128 uniform
-// groups unchanged.
+// longest group, up to the B micro-panel's bound alone: past the A
+// micro-panel's L1 bound, since streaming that panel from L2 costs less
+// than one more accumulator pass (bound 1024 against 512, same run, medians
+// of 3 rounds: 0.99-1.10x on the 10 benchmark shapes it changes, 1.06-1.10x
+// at 8 groups). m grows until the packed A block (m x k) takes its
+// thread's share of L3: every m-tile re-packs the dout block, and the
+// output tiles of a group's short contraction are written once. Measured
+// at M = 4096, 2 threads (December 2026, Zen 5) against k at the 90th
+// percentile of the groups and m filling L2: 128 zipf:1.2 groups 1.13x
+// (K = N = 1024) and 1.09x (K = 2048, N = 768); 8 uniform groups
+// 1.03-1.2x; 32 groups 1.00-1.04x; 128 uniform groups unchanged.
 constexpr double kL3ShareTgmmA = 0.5;
 // v1 tgmm (explicit only) visits every group inside each (K-tile, N-tile)
 // item, so its m keeps the packed A block within L2.
@@ -208,9 +211,10 @@ ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine,
   // micro-panel within its share of L2.
   const auto a_panel_bytes = static_cast<int64_t>(kL1ShareA * static_cast<double>(machine.caches.l1d));
   const auto b_panel_bytes = static_cast<int64_t>(kL2ShareBPanel * static_cast<double>(machine.caches.l2));
-  const int64_t kc_limit = std::max(
-      kKAlign, round_down(std::min(a_panel_bytes / (mr * kFloatBytes), b_panel_bytes / (nr * kFloatBytes)),
-                          kKAlign));
+  // The B micro-panel's bound alone: dlhs's whole rows and tgmm's k.
+  const int64_t b_panel_k_limit = std::max(kKAlign, round_down(b_panel_bytes / (nr * kFloatBytes), kKAlign));
+  const int64_t kc_limit =
+      std::max(kKAlign, std::min(b_panel_k_limit, round_down(a_panel_bytes / (mr * kFloatBytes), kKAlign)));
 
   // v2 unless the caller fixes v1: v2 ran faster on every shape measured,
   // exactly balanced groups included, where v1 wastes nothing (M = 4096,
@@ -237,8 +241,7 @@ ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine,
     // L2 share, with m kept from the regular k (measured, 2 threads: whole
     // rows with m = 192 gave 445 GFLOP/s at N = 1024, G = 8 against 426 for
     // k = 512, and 1.05x at N = 768, G = 128).
-    const int64_t whole_row_limit = round_down(b_panel_bytes / (nr * kFloatBytes), kKAlign);
-    if (shape.pass == Pass::kGradLhs && extents.k > 0 && extents.k <= whole_row_limit) {
+    if (shape.pass == Pass::kGradLhs && extents.k > 0 && extents.k <= b_panel_k_limit) {
       config.tiles.k = extents.k;
     }
     config.tiles.m = v1 ? v1_tile(sizes, m_limit, mr) : ragged_tile(sizes, m_limit, mr);
@@ -249,7 +252,7 @@ ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine,
     const int64_t m_limit = std::max(mr, round_up(l2_tgmm / (config.tiles.k * kFloatBytes), mr));
     config.tiles.m = balanced_tile(extents.m, m_limit, mr);
   } else {
-    config.tiles.k = std::min(kc_limit, round_up(std::max<int64_t>(max_group(sizes), 1), kKAlign));
+    config.tiles.k = std::min(b_panel_k_limit, round_up(std::max<int64_t>(max_group(sizes), 1), kKAlign));
     const auto l3_a = static_cast<int64_t>(kL3ShareTgmmA * static_cast<double>(machine.caches.l3) /
                                            std::max(1, machine.threads));
     const int64_t m_limit = std::max(mr, round_down(l3_a / (config.tiles.k * kFloatBytes), mr));

@@ -65,15 +65,16 @@ TEST(Heuristic, TilesRespectTheCachesAndTheRegisterTile) {
       EXPECT_GT(t.k, 0);
       EXPECT_GT(t.n, 0);
       EXPECT_EQ(t.n % machine.nr, 0) << t.n;
-      // The A micro-panel fits half of L1 and the B micro-panel an eighth of
-      // L2; the packed A block fits 40% of L2 (tgmm's, half of L3 over the
-      // threads); each thread's packed B block half of L3.
-      // (dlhs takes whole rows of its contracted dim instead while the B
-      // micro-panel stays within its share.)
+      // The A micro-panel fits a quarter of L1 (forward v2) and the B
+      // micro-panel an eighth of L2; the packed A block fits 40% of L2
+      // (tgmm's, half of L3 over the threads); each thread's packed B block
+      // half of L3. (dlhs takes whole rows of its contracted dim instead,
+      // and tgmm its longest group, while the B micro-panel stays within
+      // its share.)
       if (pass == Pass::kGradLhs) {
         EXPECT_EQ(t.k, 1024);
-      } else {
-        EXPECT_LE(machine.mr * t.k * 4, machine.caches.l1d / 2);
+      } else if (pass == Pass::kForward) {
+        EXPECT_LE(machine.mr * t.k * 4, machine.caches.l1d / 4);
       }
       EXPECT_LE(machine.nr * t.k * 4, machine.caches.l2 / 8);
       if (pass == Pass::kGradRhs) {  // v2 tgmm: A block within the thread's L3 share
@@ -113,23 +114,24 @@ TEST(Heuristic, PicksV2AndFitsAnExplicitV1ToItsWaste) {
   EXPECT_EQ(128 % tgmm_v1.tiles.k, 0) << tgmm_v1.tiles.k;
 }
 
-// tgmm (v2) contracts each group from its first token: k takes the whole
-// k bound (or the longest group) whatever the other groups' sizes, and m
-// the whole K while the packed A block fits its thread's share of L3.
+// tgmm (v2) contracts each group from its first token: k takes the longest
+// group up to the B micro-panel's bound (1024 here, past the A micro-panel's
+// L1 bound of 512) whatever the other groups' sizes, and m the whole K while
+// the packed A block fits its thread's share of L3.
 TEST(Heuristic, TgmmTakesLongContractionsAndWholeRows) {
   const MachineModel machine = zen_like();
   const ResolvedPassConfig skew = heuristic(gmm_shape(Pass::kGradRhs, 4096, 1024, 1024, skewed(128, 4096)), machine);
-  EXPECT_EQ(skew.tiles.k, 512);
+  EXPECT_EQ(skew.tiles.k, 1024);
   EXPECT_EQ(skew.tiles.m, 1032);  // K = 1024 in one MR-aligned tile
   EXPECT_EQ(skew.tiles.n, 1024);
   // Groups all shorter than the bound: k is the longest, rounded to 16.
   const ResolvedPassConfig small =
       heuristic(gmm_shape(Pass::kGradRhs, 4096, 1024, 1024, std::vector<int32_t>(128, 32)), machine);
   EXPECT_EQ(small.tiles.k, 32);
-  // A K too long for the L3 share splits evenly: 16 MiB / 2 threads / (512 * 4) = 4096 rows.
+  // A K too long for the L3 share splits evenly: 16 MiB / 2 threads / (1024 * 4) = 2048 rows.
   const ResolvedPassConfig wide = heuristic(gmm_shape(Pass::kGradRhs, 4096, 7168, 1024, skewed(8, 4096)), machine);
-  EXPECT_EQ(wide.tiles.k, 512);
-  EXPECT_EQ(wide.tiles.m, 3588);  // 7168 / 2 = 3584, rounded up to MR
+  EXPECT_EQ(wide.tiles.k, 1024);
+  EXPECT_EQ(wide.tiles.m, 1800);  // 7168 / 4 = 1792, rounded up to MR
 }
 
 TEST(Heuristic, MTileFollowsTheGroupSizes) {
