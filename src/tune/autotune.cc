@@ -77,7 +77,10 @@ std::string describe(const TuneCandidate& c) {
 class Bench {
  public:
   Bench(const GmmShape& shape, const TuneOptions& options)
-      : shape_(shape), threads_(options.threads), sabotage_(options.sabotage), before_run_(options.before_run) {
+      : shape_(shape),
+        threads_(options.threads),
+        sabotage_(options.sabotage),
+        before_run_(options.before_run) {
     require(shape.lhs_dtype == shape.rhs_dtype &&
                 (shape.lhs_dtype == DType::kF32 || shape.lhs_dtype == DType::kBF16),
             "dtype", dtype_name(shape.lhs_dtype), "tuning supports f32 and bf16 inputs");
@@ -127,7 +130,7 @@ class Bench {
   // under background load (other processes, a descheduled OpenMP thread) the
   // fastest of a few calls is the stable measure of what a config can do.
   // Once the checked calls alone pass `hopeless_s` (when positive), stops and
-  // returns their sum: a lower bound that already rules the candidate out.
+  // returns their sum as the time: far enough past the best to be pruned.
   double measure(const TuneCandidate& c, int min_samples, double min_seconds, bool* passed,
                  double hopeless_s = 0) {
     double total = 0, checked = 0;

@@ -230,9 +230,11 @@ ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine,
     // m: the packed A block (m x kc) fits L2's share; the ragged axis.
     const auto l2_a = static_cast<int64_t>(kL2ShareA * static_cast<double>(machine.caches.l2));
     const int64_t m_limit = std::max(mr, round_down(l2_a / (config.tiles.k * kFloatBytes), mr));
-    if (shape.pass == Pass::kForward && !v1) {
-      const auto a_panel_v2 = static_cast<int64_t>(kL1ShareAV2Gmm * static_cast<double>(machine.caches.l1d));
-      const int64_t kc_v2 = std::max(kKAlign, round_down(std::min(kc_limit, a_panel_v2 / (mr * kFloatBytes)), kKAlign));
+    if (shape.pass == Pass::kForward && !v1) {  // a shorter k, m kept from the regular one
+      const auto a_panel_v2 =
+          static_cast<int64_t>(kL1ShareAV2Gmm * static_cast<double>(machine.caches.l1d));
+      const int64_t kc_v2 = std::max(
+          kKAlign, round_down(std::min(kc_limit, a_panel_v2 / (mr * kFloatBytes)), kKAlign));
       config.tiles.k = balanced_tile(extents.k, kc_v2, kKAlign);
     }
     // dlhs packs B from rows of the stored rhs that run along the contracted
