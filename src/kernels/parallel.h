@@ -14,15 +14,26 @@
 
 namespace raggemm::kernels {
 
-template <class Fn>
-void parallel_items(const std::vector<int64_t>& costs, int threads, Fn&& fn) {
+// Item indices by decreasing cost (ties in index order, so the order never
+// depends on the thread count).
+inline std::vector<int64_t> largest_first(const std::vector<int64_t>& costs) {
   std::vector<int64_t> order(costs.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](int64_t a, int64_t b) { return costs[a] > costs[b]; });
+  return order;
+}
+
+// Threads worth starting for `count` items: at least one, at most one per item.
+inline int team_size(int threads, int64_t count) {
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, count)));
+}
+
+template <class Fn>
+void parallel_items(const std::vector<int64_t>& costs, int threads, Fn&& fn) {
+  const std::vector<int64_t> order = largest_first(costs);
   const int64_t count = static_cast<int64_t>(order.size());
-  const int team = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, count)));
-#pragma omp parallel for schedule(dynamic, 1) num_threads(team)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team_size(threads, count))
   for (int64_t i = 0; i < count; ++i) fn(order[i]);
 }
 
@@ -47,14 +58,10 @@ void parallel_items_two_ended(const std::vector<int64_t>& costs, int threads, Fn
     parallel_items(costs, threads, fn);
     return;
   }
-  std::vector<int64_t> order(costs.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t a, int64_t b) { return costs[a] > costs[b]; });
+  const std::vector<int64_t> order = largest_first(costs);
   const int64_t count = static_cast<int64_t>(order.size());
-  const int team = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, count)));
   int64_t front = 0, back = count;  // items [front, back) are left
-#pragma omp parallel num_threads(team)
+#pragma omp parallel num_threads(team_size(threads, count))
   {
     const bool largest = omp_get_thread_num() % 2 == 0;
     for (;;) {
