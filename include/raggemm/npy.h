@@ -36,4 +36,16 @@ void write_npy(const std::string& path, const TensorView& view,
 void write_file_atomic(const std::string& path, const void* data, size_t size,
                        const std::string& argument = "path");
 
+// One .npy file of a set that belongs together (a command's outputs).
+struct NpyOutput {
+  std::string path;
+  TensorView view;
+  std::string argument;  // the CLI flag that named the path, for errors
+};
+
+// Writes every file to its temporary (fsynced) before renaming any into
+// place, so a failure to write one of them leaves every path as it was.
+// (Only a failing rename, after the first rename, can leave a partial set.)
+void write_npys_together(const std::vector<NpyOutput>& outputs);
+
 }  // namespace raggemm

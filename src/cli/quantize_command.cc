@@ -60,8 +60,9 @@ int run_quantize(const std::vector<std::string>& args) {
     if (error.argument() != "input") throw;
     fail("--in", in_path, error.what());
   }
-  write_npy(out_path, quantized.values, "--out");
-  write_npy(scales_path, quantized.scales, "--scales");
+  // Both or neither: the codes are useless without their scales.
+  write_npys_together(
+      {{out_path, quantized.values, "--out"}, {scales_path, quantized.scales, "--scales"}});
   std::cout << "wrote " << out_path << ": " << quant_type_name(type) << " codes "
             << shape_string(quantized.values.shape()) << "; " << scales_path << ": f32 "
             << shape_string(quantized.scales.shape()) << " (" << granularity.to_string() << ")\n";

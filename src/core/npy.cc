@@ -468,8 +468,16 @@ void write_npy(const std::string& path, const TensorView& view, const std::strin
   write_file_atomic(path, bytes.data(), bytes.size(), argument);
 }
 
-void write_file_atomic(const std::string& path, const void* data, size_t size,
-                       const std::string& argument) {
+namespace {
+
+// A file written in full to its temporary beside `path` and fsynced, not yet
+// renamed into place.
+struct StagedFile {
+  std::string path, temp, argument;
+};
+
+StagedFile stage_file(const std::string& path, const void* data, size_t size,
+                      const std::string& argument) {
   require(!path.empty(), argument, "''", "output path is empty");
   require(size == 0 || data != nullptr, argument, path, "no data to write");
   std::string temp;
@@ -501,14 +509,49 @@ void write_file_atomic(const std::string& path, const void* data, size_t size,
   int closed = ::close(fd);
   fd = -1;
   if (closed != 0) abandon("cannot close", errno);
-  if (::rename(temp.c_str(), path.c_str()) != 0) abandon("cannot rename into place", errno);
+  return StagedFile{path, temp, argument};
+}
 
+void commit_staged(const StagedFile& staged) {
+  if (::rename(staged.temp.c_str(), staged.path.c_str()) != 0) {
+    const int error = errno;
+    unlink_quietly(staged.temp);
+    fail(staged.argument, staged.path, "cannot rename into place: " + errno_text(error));
+  }
   // Make the rename itself durable; a failure here cannot tear the file, so
   // it is not an error.
-  int dir = ::open(parent_directory(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int dir = ::open(parent_directory(staged.path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir >= 0) {
     ::fsync(dir);
     ::close(dir);
+  }
+}
+
+}  // namespace
+
+void write_file_atomic(const std::string& path, const void* data, size_t size,
+                       const std::string& argument) {
+  commit_staged(stage_file(path, data, size, argument));
+}
+
+void write_npys_together(const std::vector<NpyOutput>& outputs) {
+  std::vector<StagedFile> staged;
+  try {
+    for (const NpyOutput& output : outputs) {
+      const std::vector<uint8_t> bytes = serialize_npy(output.view);
+      staged.push_back(stage_file(output.path, bytes.data(), bytes.size(), output.argument));
+    }
+  } catch (...) {
+    for (const StagedFile& file : staged) unlink_quietly(file.temp);
+    throw;
+  }
+  for (size_t i = 0; i < staged.size(); ++i) {
+    try {
+      commit_staged(staged[i]);
+    } catch (...) {
+      for (size_t j = i + 1; j < staged.size(); ++j) unlink_quietly(staged[j].temp);
+      throw;
+    }
   }
 }
 

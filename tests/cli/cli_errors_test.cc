@@ -294,7 +294,9 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"quantize_codes_write", {"quantize", "--in", "big_x.npy", "--out", "o.npy", "--scales", "q.npy", "--type", "fp8_e4m3", "--granularity", "channel:0"}, "--out", "o.npy", kSmallFileLimit},
         ErrorCase{"dequantize_write", {"dequantize", "--in", "big_codes.npy", "--scales", "big_scales.npy", "--type", "fp8_e4m3", "--out", "o.npy"}, "--out", "o.npy", kSmallFileLimit},
         ErrorCase{"gmm_cannot_create", {"gmm", "--lhs", "l.npy", "--rhs", "r.npy", "--group-sizes", "s.npy", "--out", "/proc/self/o.npy"}, "--out", "/proc/self/o.npy"},
-        ErrorCase{"tgmm_cannot_create", {"tgmm", "--lhs", "l.npy", "--dout", "d.npy", "--group-sizes", "s.npy", "--out", "/proc/self/o.npy"}, "--out", "/proc/self/o.npy"}),
+        ErrorCase{"tgmm_cannot_create", {"tgmm", "--lhs", "l.npy", "--dout", "d.npy", "--group-sizes", "s.npy", "--out", "/proc/self/o.npy"}, "--out", "/proc/self/o.npy"},
+        // The codes could be written, the scales cannot: the codes must not be left behind.
+        ErrorCase{"quantize_scales_cannot_create", {"quantize", "--in", "big_x.npy", "--out", "o.npy", "--scales", "/proc/self/q.npy", "--type", "fp8_e4m3", "--granularity", "channel:0"}, "--scales", "/proc/self/q.npy"}),
     [](const ::testing::TestParamInfo<ErrorCase>& info) { return info.param.name; });
 
 INSTANTIATE_TEST_SUITE_P(

@@ -1,6 +1,6 @@
-// write_file_atomic and write_npy: the file appears whole or not at all, no
-// temporary file survives success or failure, and a failed write never
-// clobbers what was there.
+// write_file_atomic, write_npy and write_npys_together: the file appears
+// whole or not at all, no temporary file survives success or failure, and a
+// failed write never clobbers what was there.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -144,6 +144,31 @@ TEST_F(AtomicWriteTest, FailedRenameNamesTheCallersArgument) {
     EXPECT_EQ(error.argument(), "--cache");
   }
   EXPECT_EQ(entries(), std::set<std::string>{"taken"});
+}
+
+// write_npys_together: a set of files is staged whole before any is renamed,
+// so when one cannot be written the others keep what they held.
+TEST_F(AtomicWriteTest, TogetherWritesAllOrLeavesEveryPathAsItWas) {
+  Tensor codes(DType::kF32, {3}), scales(DType::kF32, {1});
+  write_npys_together({{(dir_ / "codes.npy").string(), codes, "--out"},
+                       {(dir_ / "scales.npy").string(), scales, "--scales"}});
+  EXPECT_EQ(entries(), (std::set<std::string>{"codes.npy", "scales.npy"}));
+  const std::string old_codes = contents(dir_ / "codes.npy");
+
+  // The second file cannot be created: the first keeps its old contents and
+  // no temporary file is left.
+  Tensor new_codes(DType::kF32, {5});
+  const fs::path unwritable = dir_ / "missing" / "scales.npy";
+  try {
+    write_npys_together({{(dir_ / "codes.npy").string(), new_codes, "--out"},
+                         {unwritable.string(), scales, "--scales"}});
+    FAIL() << "expected an Error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.argument(), "--scales");
+    EXPECT_EQ(error.value(), unwritable.string());
+  }
+  EXPECT_EQ(contents(dir_ / "codes.npy"), old_codes);
+  EXPECT_EQ(entries(), (std::set<std::string>{"codes.npy", "scales.npy"}));
 }
 
 TEST_F(AtomicWriteTest, ConcurrentWritersNeverTearTheFile) {
