@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -38,6 +40,16 @@ bool rows_past_sum_are_zero(const Tensor& out, const std::vector<int64_t>& sizes
   return true;
 }
 
+// An output buffer of quiet NaNs: the ops write into it (gmm_into,
+// tgmm_into), so any element a kernel fails to write (an empty group's
+// zeros, rows past sum(sizes)) shows as NaN instead of passing as a
+// freshly allocated zero.
+Tensor poisoned(const Shape& shape) {
+  Tensor out(DType::kF32, shape);
+  std::fill_n(out.as<float>(), out.numel(), std::numeric_limits<float>::quiet_NaN());
+  return out;
+}
+
 // Runs one pass with the given kernel and dtype, compares with the reference.
 void check_pass(const Case& c, Pass pass, KernelVersion kernel, DType dtype, int threads = 2) {
   SCOPED_TRACE(c.name + " pass=" + std::to_string(static_cast<int>(pass)) + " kernel=" +
@@ -51,7 +63,8 @@ void check_pass(const Case& c, Pass pass, KernelVersion kernel, DType dtype, int
     o.kernel = kernel;
     o.tiles = c.tiles;
     o.threads = threads;
-    const Tensor out = tgmm(lhs, dout, gs, o);
+    const Tensor out = poisoned({groups, c.k, c.n});
+    tgmm_into(lhs, dout, gs, out, o);
     const Tensor ref = testing::reference_tgmm(lhs, dout, c.sizes, o);
     EXPECT_LE(max_scaled_error(out, ref, c.m), 1.0);
     for (int64_t g = 0; g < groups; ++g) {
@@ -74,7 +87,8 @@ void check_pass(const Case& c, Pass pass, KernelVersion kernel, DType dtype, int
   const Tensor lhs = random_tensor({c.m, contracted}, dtype, 21);
   const Tensor rhs = pass == Pass::kDlhs ? random_tensor({groups, out_cols, contracted}, dtype, 22)
                                          : random_tensor({groups, contracted, out_cols}, dtype, 22);
-  const Tensor out = gmm(lhs, rhs, gs, o);
+  const Tensor out = poisoned({c.m, out_cols});
+  gmm_into(lhs, rhs, gs, out, o);
   const Tensor ref = testing::reference_gmm(lhs, rhs, c.sizes, o);
   EXPECT_LE(max_scaled_error(out, ref, contracted), 1.0);
   EXPECT_TRUE(rows_past_sum_are_zero(out, c.sizes));
