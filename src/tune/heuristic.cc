@@ -20,17 +20,21 @@ constexpr int64_t kFloatBytes = 4;  // packed panels are f32 whatever the storag
 // of L2, is the second bound. Measured at M = 4096, K = N = 1024, 2 threads
 // (December 2026, Zen 5): k = 512 or 1024 ran 2-15% faster than k = 256.
 constexpr double kL1ShareA = 0.5;
-// The forward v2 gmm packs B in chunks of 128 columns, each gathered from
-// kc rows of the stored rhs that lie N floats apart, while the next chunk's
-// source streams in: a shorter kc means fewer strided rows (and pages) in
-// flight per chunk. So its k takes the A micro-panel within a quarter of L1
-// (kc = 256 on a 48 KiB L1, MR = 12), while m keeps the bound from the
-// regular k. Measured at M = 4096, 2 threads, medians of 4 alternating
-// rounds (December 2026, Zen 5), k = 256 over k = 512: 128 groups 0.97-1.39x
-// (1.39x at K = 2048, N = 768, uniform), 32 groups 1.03-1.06x, 8 groups
-// 1.00x; k = 128 lost up to 7% at 8 groups. dlhs, whose B chunks are runs
-// of contiguous rhs rows, keeps the regular k: there k = 256 lost 7-20%
-// (K = 4096, N = 1024, G = 8/32/128).
+// The forward v2 gmm runs a group that fits one m-tile as a small item: B
+// in chunks of 128 columns, each gathered from kc rows of the stored rhs
+// that lie N floats apart, while the next chunk's source streams in; a
+// shorter kc means fewer strided rows (and pages) in flight per chunk. So
+// when most groups fit one m-tile (the 90th percentile does), its k takes
+// the A micro-panel within a quarter of L1 (kc = 256 on a 48 KiB L1,
+// MR = 12), while m keeps the bound from the regular k. Measured at
+// M = 4096, 2 threads, same-run medians of 4 rounds (December 2026, Zen 5),
+// k = 256 over k = 512: 128 groups 0.97-1.39x (1.39x at K = 2048, N = 768,
+// uniform), 32 groups 1.03-1.06x. Larger groups run whole m x k blocks,
+// where every k-slice re-reads the C block: at 8 groups k = 256 matched 512
+// on a quiet machine but lost 5-10% on four of five shapes under
+// neighbours' memory traffic, so they keep the regular k. dlhs, whose B
+// chunks are runs of contiguous rhs rows, keeps the regular k: there
+// k = 256 lost 7-20% (K = 4096, N = 1024, G = 8/32/128).
 constexpr double kL1ShareAV2Gmm = 0.25;
 constexpr double kL2ShareBPanel = 0.125;
 // The packed A block (m x kc) is re-read from L2 for every B micro-panel, so
@@ -230,7 +234,8 @@ ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine,
     // m: the packed A block (m x kc) fits L2's share; the ragged axis.
     const auto l2_a = static_cast<int64_t>(kL2ShareA * static_cast<double>(machine.caches.l2));
     const int64_t m_limit = std::max(mr, round_down(l2_a / (config.tiles.k * kFloatBytes), mr));
-    if (shape.pass == Pass::kForward && !v1) {  // a shorter k, m kept from the regular one
+    if (shape.pass == Pass::kForward && !v1 &&
+        quantile_nonempty(sizes, kGroupQuantile) <= m_limit) {  // m kept from the regular k
       const auto a_panel_v2 =
           static_cast<int64_t>(kL1ShareAV2Gmm * static_cast<double>(machine.caches.l1d));
       const int64_t kc_v2 = std::max(

@@ -74,7 +74,7 @@ TEST(Heuristic, TilesRespectTheCachesAndTheRegisterTile) {
       if (pass == Pass::kGradLhs) {
         EXPECT_EQ(t.k, 1024);
       } else if (pass == Pass::kForward) {
-        EXPECT_LE(machine.mr * t.k * 4, machine.caches.l1d / 4);
+        EXPECT_LE(machine.mr * t.k * 4, machine.caches.l1d / 2);
       }
       EXPECT_LE(machine.nr * t.k * 4, machine.caches.l2 / 8);
       if (pass == Pass::kGradRhs) {  // v2 tgmm: A block within the thread's L3 share
@@ -150,15 +150,21 @@ TEST(Heuristic, ZenLikeMachineGetsTheMeasuredShapes) {
   const MachineModel machine = zen_like();
   const ResolvedPassConfig fwd =
       heuristic(gmm_shape(Pass::kForward, 4096, 1024, 1024, skewed(8, 4096)), machine);
-  EXPECT_EQ(fwd.tiles.k, 256);  // the forward v2 takes a quarter of L1
+  EXPECT_EQ(fwd.tiles.k, 512);  // groups larger than an m-tile: the regular k
   EXPECT_EQ(fwd.tiles.n, 1024);
-  EXPECT_EQ(fwd.tiles.m, 192);   // from the regular k of 512
+  EXPECT_EQ(fwd.tiles.m, 192);
+  // Groups that fit one m-tile: the forward v2 takes a quarter of L1, m
+  // still sized from the regular k.
+  const ResolvedPassConfig small_groups =
+      heuristic(gmm_shape(Pass::kForward, 4096, 1024, 1024, skewed(128, 4096)), machine);
+  EXPECT_EQ(small_groups.tiles.k, 256);
+  EXPECT_LE(small_groups.tiles.m * 512 * 4, machine.caches.l2 * 4 / 10);
   const ResolvedPassConfig fwd_v1 = heuristic(
       gmm_shape(Pass::kForward, 4096, 1024, 1024, skewed(8, 4096)), machine, KernelVersion::kV1);
   EXPECT_EQ(fwd_v1.tiles.k, 512);
   const ResolvedPassConfig wide =
       heuristic(gmm_shape(Pass::kForward, 4096, 2048, 768, skewed(8, 4096)), machine);
-  EXPECT_EQ(wide.tiles.k, 256);
+  EXPECT_EQ(wide.tiles.k, 512);
   EXPECT_EQ(wide.tiles.n, 768);
   // dlhs contracts N = 768 of the stored rows: one whole-row slice.
   const ResolvedPassConfig dlhs =
