@@ -20,12 +20,6 @@ void macro_kernel(const Microkernel& uk, int64_t kc, const float* a_packed, int6
   const Store store = accumulate      ? Store::kAccumulate
                       : stream_stores ? Store::kStream
                                       : Store::kOverwrite;
-  const int64_t a_panels = (rows + uk.mr - 1) / uk.mr;
-  // Each call streams kc lines of `next`, starting on a row boundary.
-  const int64_t row_lines = int64_t{1} << next.start.row_shift;
-  const bool stream_next = next.start.base && kc % row_lines == 0;
-  int64_t streamed = 0;  // lines of `next` handed out so far
-  PrefetchStream stream = next.start;
   if (store == Store::kStream && kc <= kRowBandMaxDepth) {
     // Streamed C with a short contraction (a tgmm group of a few tokens) is
     // bound by its stores, not by B's reuse: tiles go along the rows, so the
@@ -41,6 +35,12 @@ void macro_kernel(const Microkernel& uk, int64_t kc, const float* a_packed, int6
     }
     return;
   }
+  const int64_t a_panels = (rows + uk.mr - 1) / uk.mr;
+  // Each call streams kc lines of `next`, starting on a row boundary.
+  const int64_t row_lines = int64_t{1} << next.start.row_shift;
+  const bool stream_next = next.start.base && kc % row_lines == 0;
+  int64_t streamed = 0;  // lines of `next` handed out so far
+  PrefetchStream stream = next.start;
   for (int64_t j = 0; j < cols; j += uk.nr) {
     const float* b = b_packed + (j / uk.nr) * uk.nr * kc;
     const int width = static_cast<int>(std::min<int64_t>(uk.nr, cols - j));

@@ -21,7 +21,9 @@ struct NextSource {
 // microkernel calls in turn, kc lines each, so it arrives in cache while the
 // FMAs run (the packing that reads it is then not waiting on DRAM).
 // stream_stores (with accumulate false): C is final and not read soon, so it
-// is written with streaming stores (see Store::kStream).
+// is written with streaming stores (see Store::kStream); with kc <= 16 the
+// tiles then go along the rows and neither prefetch applies (the stores
+// bound the call).
 void macro_kernel(const Microkernel& uk, int64_t kc, const float* a_packed, int64_t rows,
                   const float* b_packed, int64_t cols, float* c, int64_t ldc, bool accumulate,
                   int prefetch_depth, const NextSource& next = {}, bool stream_stores = false);

@@ -32,17 +32,16 @@ void tgmm_v2(const TgmmProblem& p, const Schedule& s) {
     const int64_t begin = p.starts[p.group_offset + tile.group];
     const int64_t end = p.starts[p.group_offset + tile.group + 1];
     float* c = p.out + tile.group * p.k * p.n + tile.row0 * p.n + tile.col0;
-    if (end == begin && p.out_group_scale) {
-      zero_tile(c, tile.rows, tile.cols, p.n);
-    } else if (end == begin) {
+    if (end == begin) {
       // An empty contraction through the microkernel (kc = 0 stores zeros),
-      // for its streaming stores along the rows, rather than memset row by
-      // row with ordinary stores (about 1.04x at 128 groups, a quarter
-      // empty).
+      // streamed along the rows unless the group scale reads the tile back,
+      // rather than memset row by row with ordinary stores (about 1.04x at
+      // 128 groups, a quarter empty).
       static const float kNoOperand[1] = {};
+      const bool stream = !p.out_group_scale;
       macro_kernel(uk, 0, kNoOperand, tile.rows, kNoOperand, tile.cols, c, p.n, false, 0, {},
-                   true);
-      hwy::FlushStream();
+                   stream);
+      if (stream) hwy::FlushStream();
     } else {
       float* packed_a = workspace(Slot::kPackedA, packed_size(t.m, t.k, uk.mr));
       float* packed_b = workspace(Slot::kPackedB, packed_size(t.n, t.k, uk.nr));
