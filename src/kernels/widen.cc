@@ -30,12 +30,37 @@ void WidenBf16(const uint16_t* src, int64_t count, float* dst) {
 // Rows of bf16 straight into packed B micro-panels: row p's columns
 // [panel * nr, panel * nr + nr) go to dst + panel * nr * rows + p * nr, the
 // last panel zero-padded. One pass, no f32 staging line.
+//
+// Whole panels go panel by panel, each row's nr values widened inline: the
+// panel is written front to back, and there is no call per row (calling
+// WidenBf16 for every 32 values made bf16 B packing about 1.5x as slow per
+// byte written as f32's memcpy, and bf16 gmm at 128 groups of 32 rows 0.8x f32).
 void WidenBf16Panels(const uint16_t* src, int64_t ld, int64_t rows, int64_t cols, int64_t nr,
                      float* dst) {
+  const hn::ScalableTag<float> df;
+  const hn::RebindToUnsigned<decltype(df)> du32;
+  const hn::Rebind<uint16_t, decltype(du32)> du16;
+  const auto lanes = static_cast<int64_t>(hn::Lanes(df));
+  int64_t whole = 0;  // panels done by the inline loop
+  if (nr % lanes == 0) {
+    whole = cols / nr;
+    for (int64_t panel = 0; panel < whole; ++panel) {
+      const uint16_t* column = src + panel * nr;
+      float* out = dst + panel * nr * rows;
+      for (int64_t p = 0; p < rows; ++p, out += nr) {
+        const uint16_t* row = column + p * ld;
+        for (int64_t j = 0; j < nr; j += lanes) {
+          const auto wide = hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, row + j)));
+          hn::StoreU(hn::BitCast(df, wide), df, out + j);
+        }
+      }
+    }
+  }
   const int64_t panels = (cols + nr - 1) / nr;
+  if (whole == panels) return;
   for (int64_t p = 0; p < rows; ++p) {
     const uint16_t* row = src + p * ld;
-    for (int64_t panel = 0; panel < panels; ++panel) {
+    for (int64_t panel = whole; panel < panels; ++panel) {
       const int64_t c0 = panel * nr;
       const int64_t width = std::min(nr, cols - c0);
       float* out = dst + panel * nr * rows + p * nr;
