@@ -120,6 +120,10 @@ std::vector<Case> shape_cases() {
       // (256): packing goes by chunks 256, 256 and a ragged rest (fwd k 600;
       // dlhs contracts 530), and B panels end ragged (530 columns).
       {"deep_decode_chunks", 70, 600, 530, {30, 0, 25, 10}, {24, 600, 600}},
+      // Output rows 2 KiB apart (512 f32 columns, fwd n and dlhs k): v2's
+      // one-m-tile items accumulate in a staging block with padded rows over
+      // four k-slices, then copy it out.
+      {"aliasing_rows", 80, 512, 512, {30, 0, 20, 9}, {32, 128, 512}},
   };
 }
 
@@ -262,6 +266,30 @@ TEST(KernelEpilogue, FusedSwigluScalesAndBias) {
       EXPECT_TRUE(rows_past_sum_are_zero(out, sizes));
     }
   }
+}
+
+// The output stage on a v2 one-m-tile item whose staging block has padded
+// rows (512 output columns, rows 2 KiB apart).
+TEST(KernelEpilogue, ScalesAndBiasThroughPaddedStaging) {
+  const std::vector<int64_t> sizes = {30, 0, 20, 9};
+  const Tensor gs = sizes_tensor(sizes);
+  const int64_t m = 64, k = 48, n = 512;
+  const Tensor lhs = random_tensor({m, k}, DType::kF32, 15);
+  const Tensor rhs = random_tensor({4, k, n}, DType::kF32, 16);
+  const Tensor row_scale = random_tensor({m}, DType::kF32, 17);
+  const Tensor col_scale = random_tensor({4, n}, DType::kF32, 18);
+  const Tensor col_bias = random_tensor({n}, DType::kF32, 19);
+  GmmOptions o;
+  o.kernel = KernelVersion::kV2;
+  o.tiles = Tiles{32, 16, 512};
+  o.row_scale = row_scale.view();
+  o.col_scale = col_scale.view();
+  o.col_bias = col_bias.view();
+  const Tensor out = poisoned({m, n});
+  gmm_into(lhs, rhs, gs, out, o);
+  const Tensor ref = testing::reference_gmm(lhs, rhs, sizes, o);
+  EXPECT_LE(max_scaled_error(out, ref, 4 * k), 1.0);
+  EXPECT_TRUE(rows_past_sum_are_zero(out, sizes));
 }
 
 // Expert parallelism: rhs holds a slice of the experts.
