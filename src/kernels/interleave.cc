@@ -2,20 +2,38 @@
 // microkernel. 256-bit and wider targets transpose 8x8 blocks; every other
 // vector target has the 4x4 path (128-bit vectors, so EMU128 too); leftover
 // rows and depth steps, and the one-lane HWY_SCALAR target, go element by
-// element.
+// element. The bf16 version widens each row's run as it loads it (a bf16
+// value is the upper half of the f32 with the same bits), so bf16 panels need
+// no f32 staging copy.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/interleave.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
 #include "kernels/interleave.h"
+#include "raggemm/dtype.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace raggemm::kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+inline float ToF32(float v) { return v; }
+inline float ToF32(uint16_t bf16) { return bf16_to_f32(bf16); }
+
 #if HWY_TARGET != HWY_SCALAR  // HWY_SCALAR has one-lane vectors: element path only
+// One row's Lanes(d) values from `p`, as f32.
+template <class D>
+HWY_INLINE hn::Vec<D> LoadRow(D d, const float* p) {
+  return hn::LoadU(d, p);
+}
+template <class D>
+HWY_INLINE hn::Vec<D> LoadRow(D d, const uint16_t* p) {
+  const hn::RebindToUnsigned<D> du32;
+  const hn::Rebind<uint16_t, D> du16;
+  return hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, p))));
+}
+
 // Interleaves 64-bit pairs of two f32 vectors (within each 128-bit block).
 template <class D, class V>
 HWY_INLINE V InterleaveLowerPairs(D d, V a, V b) {
@@ -29,12 +47,13 @@ HWY_INLINE V InterleaveUpperPairs(D d, V a, V b) {
 }
 
 // Rows i0..i0+3, depth p0..p0+3.
-HWY_INLINE void Block4(const float* src, int64_t ld, int64_t p0, int width, float* dst) {
+template <class T>
+HWY_INLINE void Block4(const T* src, int64_t ld, int64_t p0, int width, float* dst) {
   const hn::FixedTag<float, 4> d;
-  const auto r0 = hn::LoadU(d, src + p0);
-  const auto r1 = hn::LoadU(d, src + ld + p0);
-  const auto r2 = hn::LoadU(d, src + 2 * ld + p0);
-  const auto r3 = hn::LoadU(d, src + 3 * ld + p0);
+  const auto r0 = LoadRow(d, src + p0);
+  const auto r1 = LoadRow(d, src + ld + p0);
+  const auto r2 = LoadRow(d, src + 2 * ld + p0);
+  const auto r3 = LoadRow(d, src + 3 * ld + p0);
   const auto t0 = hn::InterleaveLower(d, r0, r1);  // r0_0 r1_0 r0_1 r1_1
   const auto t1 = hn::InterleaveUpper(d, r0, r1);  // r0_2 r1_2 r0_3 r1_3
   const auto t2 = hn::InterleaveLower(d, r2, r3);
@@ -50,12 +69,13 @@ HWY_INLINE void Block4(const float* src, int64_t ld, int64_t p0, int width, floa
 
 #if HWY_MAX_BYTES >= 32
 // Rows i0..i0+7, depth p0..p0+7.
-HWY_INLINE void Block8(const float* src, int64_t ld, int64_t p0, int width, float* dst) {
+template <class T>
+HWY_INLINE void Block8(const T* src, int64_t ld, int64_t p0, int width, float* dst) {
   const hn::FixedTag<float, 8> d;
   using V = hn::Vec<decltype(d)>;
   V r[8];
 #pragma GCC unroll 8
-  for (int j = 0; j < 8; ++j) r[j] = hn::LoadU(d, src + j * ld + p0);
+  for (int j = 0; j < 8; ++j) r[j] = LoadRow(d, src + j * ld + p0);
   // Within 128-bit blocks: pairs of rows, then quads of rows.
   V t[8];
 #pragma GCC unroll 4
@@ -81,8 +101,8 @@ HWY_INLINE void Block8(const float* src, int64_t ld, int64_t p0, int width, floa
 }
 #endif
 
-void InterleaveRows(const float* src, int64_t ld, int rows, int64_t depth, int width,
-                    float* dst) {
+template <class T>
+void InterleaveRowsOf(const T* src, int64_t ld, int rows, int64_t depth, int width, float* dst) {
 #if HWY_MAX_BYTES >= 32
   constexpr int kBlock = 8;
 #elif HWY_TARGET != HWY_SCALAR
@@ -105,17 +125,27 @@ void InterleaveRows(const float* src, int64_t ld, int rows, int64_t depth, int w
     for (; i + 4 <= rows; i += 4) Block4(src + i * ld, ld, p, width, dst + i);
 #endif
     for (; i < rows; ++i) {
-      for (int64_t q = p; q < p + kBlock; ++q) dst[q * width + i] = src[i * ld + q];
+      for (int64_t q = p; q < p + kBlock; ++q) dst[q * width + i] = ToF32(src[i * ld + q]);
     }
   }
   for (int64_t p = depth_blocked; p < depth; ++p) {
-    for (int i = 0; i < rows; ++i) dst[p * width + i] = src[i * ld + p];
+    for (int i = 0; i < rows; ++i) dst[p * width + i] = ToF32(src[i * ld + p]);
   }
   if (rows < width) {
     for (int64_t p = 0; p < depth; ++p) {
       for (int i = rows; i < width; ++i) dst[p * width + i] = 0.0f;
     }
   }
+}
+
+void InterleaveRows(const float* src, int64_t ld, int rows, int64_t depth, int width,
+                    float* dst) {
+  InterleaveRowsOf(src, ld, rows, depth, width, dst);
+}
+
+void InterleaveRowsBf16(const uint16_t* src, int64_t ld, int rows, int64_t depth, int width,
+                        float* dst) {
+  InterleaveRowsOf(src, ld, rows, depth, width, dst);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -126,10 +156,16 @@ HWY_AFTER_NAMESPACE();
 namespace raggemm::kernels {
 
 HWY_EXPORT(InterleaveRows);
+HWY_EXPORT(InterleaveRowsBf16);
 
 void interleave_rows(const float* src, int64_t ld, int rows, int64_t depth, int width,
                      float* dst) {
   HWY_DYNAMIC_DISPATCH(InterleaveRows)(src, ld, rows, depth, width, dst);
+}
+
+void interleave_rows_bf16(const uint16_t* src, int64_t ld, int rows, int64_t depth, int width,
+                          float* dst) {
+  HWY_DYNAMIC_DISPATCH(InterleaveRowsBf16)(src, ld, rows, depth, width, dst);
 }
 
 }  // namespace raggemm::kernels

@@ -16,4 +16,8 @@ namespace raggemm::kernels {
 // dst[p * width + i] = 0 for rows <= i < width. Requires rows <= width.
 void interleave_rows(const float* src, int64_t ld, int rows, int64_t depth, int width, float* dst);
 
+// The same from bf16 rows (raw bits), widened to f32 on the way.
+void interleave_rows_bf16(const uint16_t* src, int64_t ld, int rows, int64_t depth, int width,
+                          float* dst);
+
 }  // namespace raggemm::kernels

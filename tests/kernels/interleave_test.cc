@@ -1,4 +1,5 @@
-// interleave_rows against its definition, on every runnable Highway target:
+// interleave_rows and interleave_rows_bf16 against their definition, on
+// every runnable Highway target:
 // every row count from 0 to the panel width (the 8x8, 4x4 and element paths
 // and the zero padding), depths around the block sizes, a row stride wider
 // than the depth, and the panel widths the microkernels use.
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "kernels/microkernel.h"
+#include "raggemm/dtype.h"
 
 namespace raggemm::kernels {
 namespace {
@@ -19,16 +21,25 @@ void check_all_shapes() {
     for (int rows = 0; rows <= width; ++rows) {
       for (int64_t depth : {0, 1, 3, 4, 7, 8, 9, 16, 21}) {
         const int64_t ld = depth + 5;
+        // Distinct bf16 bit patterns (1.0 and up), and the same values in f32.
         std::vector<float> src(static_cast<size_t>(rows * ld + 1));
-        for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<float>(i) + 0.5f;
+        std::vector<uint16_t> src_bf16(src.size());
+        for (size_t i = 0; i < src.size(); ++i) {
+          src_bf16[i] = static_cast<uint16_t>(0x3F80 + i);
+          src[i] = bf16_to_f32(src_bf16[i]);
+        }
         std::vector<float> dst(static_cast<size_t>(depth * width), -1.0f);
+        std::vector<float> dst_bf16(dst.size(), -1.0f);
         interleave_rows(src.data(), ld, rows, depth, width, dst.data());
+        interleave_rows_bf16(src_bf16.data(), ld, rows, depth, width, dst_bf16.data());
         for (int64_t p = 0; p < depth; ++p) {
           for (int i = 0; i < width; ++i) {
             const float want = i < rows ? src[static_cast<size_t>(i * ld + p)] : 0.0f;
-            ASSERT_EQ(dst[static_cast<size_t>(p * width + i)], want)
-                << "width " << width << " rows " << rows << " depth " << depth << " at p " << p
-                << " i " << i;
+            const size_t at = static_cast<size_t>(p * width + i);
+            ASSERT_EQ(dst[at], want) << "width " << width << " rows " << rows << " depth "
+                                     << depth << " at p " << p << " i " << i;
+            ASSERT_EQ(dst_bf16[at], want) << "bf16: width " << width << " rows " << rows
+                                          << " depth " << depth << " at p " << p << " i " << i;
           }
         }
       }
