@@ -4,7 +4,7 @@
 # uniform, zipf:1.2 and empty:0.25 routing) for gmm, dlhs and tgmm with both
 # kernel generations, bf16 storage on the uniform cases, and the machine
 # peak, then writes docs/performance.md. The whole sweep runs --rounds times
-# (default 3), so a burst of load on this shared machine hits one round of
+# (default 5), so a burst of load on this shared machine hits one round of
 # every case rather than every round of one; the report takes per-case
 # medians over the rounds.
 #
@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 reps=5
 threads=2
-rounds=3
+rounds=5
 quick=0
 while (($#)); do
   case "$1" in
