@@ -74,9 +74,13 @@ NextSource b_chunk_source(const GmmProblem& p, const Operand& rhs, int64_t k0, i
 // not staged) the copy bought nothing.
 constexpr int64_t kAliasingRowBytes = 2048;
 
-int64_t staging_ld(int64_t width) {
-  return (width * static_cast<int64_t>(sizeof(float))) % kAliasingRowBytes == 0 ? width + 16 : width;
+bool rows_alias(int64_t row_floats) {
+  return (row_floats * static_cast<int64_t>(sizeof(float))) % kAliasingRowBytes == 0;
 }
+
+// Row stride of a staging block `width` floats wide: one 64-byte line longer
+// when `width` rows would alias.
+int64_t staging_ld(int64_t width) { return rows_alias(width) ? width + 16 : width; }
 
 // An item of one m-tile (a small group): its A block is packed once per
 // k-slice and B goes by chunks of columns, each streamed into cache while
@@ -93,8 +97,7 @@ void run_small_item(const GmmProblem& p, const Schedule& s, const Microkernel& u
   float* packed_b = workspace(Slot::kPackedB, packed_size(chunk, 1, uk.nr) * t.k);
   float* packed_a = workspace(Slot::kPackedA, packed_size(rows, t.k, uk.mr));
   const bool epilogue = p.epilogue.active();
-  const bool staged =
-      epilogue || (p.out_cols() * static_cast<int64_t>(sizeof(float))) % kAliasingRowBytes == 0;
+  const bool staged = epilogue || rows_alias(p.out_cols());
   const int64_t acc_ld = staging_ld(width);
   float* acc = staged ? workspace(Slot::kAccumulator, rows * acc_ld) : nullptr;
   float* c = staged ? acc : p.out + item.row_begin * p.out_cols() + item.col_begin;

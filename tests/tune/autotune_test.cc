@@ -139,7 +139,9 @@ TEST(Autotune, AHopelessCandidateRunsOnce) {
     }
     last_v2_start.reset();  // the gap across a v1 run is not a v2 run
     ++v1_runs[std::to_string(c.input_buffer_count)];
-    std::this_thread::sleep_for(std::max<Clock::duration>(std::chrono::milliseconds(30), 10 * longest_v2_gap));
+    const Clock::duration delay =
+        std::max<Clock::duration>(std::chrono::milliseconds(30), 10 * longest_v2_gap);
+    std::this_thread::sleep_for(delay);
   };
   tune_problem(shape, options);
   ASSERT_FALSE(v1_runs.empty());
