@@ -69,9 +69,10 @@ NextSource b_chunk_source(const GmmProblem& p, const Operand& rhs, int64_t k0, i
 // streamed in; a small item then accumulates in a staging block whose rows
 // are one line longer and copies it out once. Same-run medians of 4 rounds
 // at M = 4096, 2 threads (December 2026, Zen 5): gmm K = N = 1024, 32
-// groups, bf16 0.90x -> 0.99x of f32's speed; bf16 gains 4-14% and f32
-// 0-8% across gmm and dlhs at 32 and 128 groups; at N = 768 (3 KiB rows,
-// not staged) the copy bought nothing.
+// groups, bf16 0.90x -> 0.99x of f32's speed; over eight staged gmm and
+// dlhs cases at 32 and 128 groups, bf16 -2% to +15% (+5% or more on six)
+// and f32 -8% to +14% (the noisy zipf cases at the low ends); at N = 768
+// (3 KiB rows, not staged) the copy bought nothing.
 constexpr int64_t kAliasingRowBytes = 2048;
 
 bool rows_alias(int64_t row_floats) {
