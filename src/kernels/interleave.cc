@@ -10,6 +10,7 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include "kernels/bf16_lanes-inl.h"
 #include "kernels/interleave.h"
 #include "raggemm/dtype.h"
 
@@ -29,9 +30,7 @@ HWY_INLINE hn::Vec<D> LoadRow(D d, const float* p) {
 }
 template <class D>
 HWY_INLINE hn::Vec<D> LoadRow(D d, const uint16_t* p) {
-  const hn::RebindToUnsigned<D> du32;
-  const hn::Rebind<uint16_t, D> du16;
-  return hn::BitCast(d, hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, p))));
+  return LoadBf16AsF32(d, p);
 }
 
 // Interleaves 64-bit pairs of two f32 vectors (within each 128-bit block).

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "kernels/bf16_lanes-inl.h"
 #include "kernels/widen.h"
 #include "raggemm/dtype.h"
 
@@ -15,15 +16,9 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 void WidenBf16(const uint16_t* src, int64_t count, float* dst) {
   const hn::ScalableTag<float> df;
-  const hn::RebindToUnsigned<decltype(df)> du32;
-  const hn::Rebind<uint16_t, decltype(du32)> du16;
   const auto lanes = static_cast<int64_t>(hn::Lanes(df));
   int64_t j = 0;
-  // A bf16 value is the upper half of the f32 with the same bits.
-  for (; j + lanes <= count; j += lanes) {
-    const auto wide = hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, src + j)));
-    hn::StoreU(hn::BitCast(df, wide), df, dst + j);
-  }
+  for (; j + lanes <= count; j += lanes) hn::StoreU(LoadBf16AsF32(df, src + j), df, dst + j);
   for (; j < count; ++j) dst[j] = bf16_to_f32(src[j]);
 }
 
@@ -38,8 +33,6 @@ void WidenBf16(const uint16_t* src, int64_t count, float* dst) {
 void WidenBf16Panels(const uint16_t* src, int64_t ld, int64_t rows, int64_t cols, int64_t nr,
                      float* dst) {
   const hn::ScalableTag<float> df;
-  const hn::RebindToUnsigned<decltype(df)> du32;
-  const hn::Rebind<uint16_t, decltype(du32)> du16;
   const auto lanes = static_cast<int64_t>(hn::Lanes(df));
   int64_t whole = 0;  // panels done by the inline loop
   if (nr % lanes == 0) {
@@ -49,10 +42,7 @@ void WidenBf16Panels(const uint16_t* src, int64_t ld, int64_t rows, int64_t cols
       float* out = dst + panel * nr * rows;
       for (int64_t p = 0; p < rows; ++p, out += nr) {
         const uint16_t* row = column + p * ld;
-        for (int64_t j = 0; j < nr; j += lanes) {
-          const auto wide = hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, row + j)));
-          hn::StoreU(hn::BitCast(df, wide), df, out + j);
-        }
+        for (int64_t j = 0; j < nr; j += lanes) hn::StoreU(LoadBf16AsF32(df, row + j), df, out + j);
       }
     }
   }
