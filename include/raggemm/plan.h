@@ -170,7 +170,8 @@ GmmShape block_pass_shape(Weight weight, Pass pass, const ModelDims& dims, int64
 // target, op and pass, dtypes, quantization, bucketed M (power of two), K, N
 // and G. Writes take a file lock, re-read and merge, and replace the file
 // atomically, so concurrent tuners lose nothing. An unreadable file gives one
-// warning on stderr and is treated as empty (and kept aside on the next write).
+// warning (raggemm/diagnostics.h) and is treated as empty (and kept aside on
+// the next write); an entry that fails validation is rejected alone.
 
 struct TuneCandidate {
   Tiles tiles;  // kernel tiles, all > 0
@@ -192,6 +193,15 @@ struct TuneEntry {
   double heuristic_seconds = 0;  // the heuristic's config, timed in the same run
 };
 
+// A cache entry that failed validation (unparsable fields, a winner outside
+// the tile limit): never used; a lookup of its shape reports one warning
+// naming the cache and the entry (raggemm/diagnostics.h) and the call goes
+// on with the heuristic. Kept as written when the file is rewritten.
+struct RejectedTuneEntry {
+  std::string reason;
+  std::string text;  // the entry's JSON as found
+};
+
 class TuneCache {
  public:
   static constexpr int kFormatVersion = 1;
@@ -206,7 +216,11 @@ class TuneCache {
 
   const std::string& path() const { return path_; }
   size_t size() const { return entries_.size(); }
+  // The valid entry of `shape`; a rejected one gives nullopt and a warning.
   std::optional<TuneEntry> find(const GmmShape& shape) const;
+  // The rejected entry of `shape`, if the file holds one.
+  std::optional<RejectedTuneEntry> rejected(const GmmShape& shape) const;
+  size_t rejected_count() const { return rejected_.size(); }
   // Records an entry in memory and in the file (locked read-merge-write).
   void store(const GmmShape& shape, const TuneEntry& entry);
   // Re-reads the file.
@@ -219,6 +233,7 @@ class TuneCache {
  private:
   std::string path_;
   std::map<std::string, TuneEntry> entries_;
+  std::map<std::string, RejectedTuneEntry> rejected_;
 };
 
 // ---------------------------------------------------------------------------
@@ -239,6 +254,9 @@ struct ResolvedPassConfig {
     PlanSource kernel = PlanSource::kHeuristic;
     PlanSource buffers = PlanSource::kHeuristic;
   } source;
+  // The cache held an entry for this problem but it failed validation: why
+  // (the fields then come from the heuristic). "" otherwise.
+  std::string cache_rejection;
 };
 
 // What a caller of a raw op fixed, in kernel terms (0 / nullopt: not set).

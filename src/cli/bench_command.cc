@@ -121,6 +121,7 @@ int run_bench(const std::vector<std::string>& args) {
   const int64_t k = parse_int(flags.k, "--k", 1, 1 << 24);
   const int64_t n = parse_int(flags.n, "--n", 1, 1 << 24);
   const int64_t groups = parse_int(flags.groups, "--groups", 1, 1 << 20);
+  check_problem_allocations({"--m", m}, {"--k", k}, {"--n", n}, {"--groups", groups});
   const bench::GroupDist dist = bench::parse_group_dist(flags.dist, "--dist");
   // --dtype int8|fp8_e4m3: a quantized run (cli/quant_flags.h); the peers stay f32.
   const std::optional<QuantRecipe> quant = bench_quant_dtype(kernel_flags.dtype);

@@ -33,9 +33,6 @@ std::vector<std::string> split(const std::string& text, char separator) {
   }
 }
 
-// Largest tile accepted: far beyond any dim we run, small enough that
-// products of two tiles never overflow int64.
-constexpr int64_t kMaxTile = int64_t{1} << 30;
 constexpr int kMaxThreads = 1024;  // the ops' limit
 constexpr int kMaxBuffers = 4;
 
@@ -83,9 +80,13 @@ Tiles parse_tiles(const std::string& text, const std::string& argument) {
   }
   if (parts.size() != 3 || sizes.size() != 3) {
     fail(argument, text,
-         "expected three positive integers M,K,N (each at most " + std::to_string(kMaxTile) + ")");
+         "expected three integers M,K,N, each in [1, " + std::to_string(kMaxTile) + "]");
   }
-  return Tiles{sizes[0], sizes[1], sizes[2]};
+  const Tiles tiles{sizes[0], sizes[1], sizes[2]};
+  // The ops' own limit, checked here so the error names the flag.
+  const std::string why = tile_limit_violation(tiles);
+  if (!why.empty()) fail(argument, text, why);
+  return tiles;
 }
 
 DType parse_input_dtype(const std::string& text, const std::string& argument) {
@@ -97,8 +98,10 @@ DType parse_input_dtype(const std::string& text, const std::string& argument) {
 void add_kernel_flags(CLI::App& app, KernelFlags& flags) {
   flags.app = &app;
   app.add_option("--tiles", flags.tiles,
-                 "kernel tiles M,K,N (k is the contracted dim); default: the tune cache's "
-                 "winner, else the heuristic");
+                 "kernel tiles M,K,N (k is the contracted dim), each in [1, " +
+                     std::to_string(kMaxTile) + "], and M*K, K*N, M*N each at most " +
+                     std::to_string(kMaxTileBlock) +
+                     "; default: the tune cache's winner, else the heuristic");
   app.add_option("--kernel", flags.kernel,
                  "kernel generation: v1 or v2; default: the tune cache's winner, else the heuristic");
   app.add_option("--threads", flags.threads, "threads (default: OpenMP's default)");
@@ -184,6 +187,14 @@ void check_output_path(const std::string& path, const std::string& argument) {
   if (folder.empty()) folder = ".";
   require(fs::is_directory(folder, error), argument, path,
           "folder " + folder.string() + " does not exist");
+}
+
+void check_problem_allocations(const SizeFactor& m, const SizeFactor& k, const SizeFactor& n,
+                               const SizeFactor& groups) {
+  require_allocatable("the group sizes", {groups}, 4);
+  require_allocatable("the lhs", {m, k}, 4);
+  require_allocatable("the dout or output", {m, n}, 4);
+  require_allocatable("the rhs or weight gradient", {groups, k, n}, 4);
 }
 
 Tensor to_storage(const Tensor& f32, DType dtype) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "raggemm/allocation_limits.h"
 #include "raggemm/dtype.h"
 #include "raggemm/gmm.h"
 #include "raggemm/tensor.h"
@@ -88,6 +89,13 @@ Tensor load_group_sizes(const std::string& path, const std::string& argument, in
 // Requires that `path` can be written: its folder exists and it is not a
 // folder itself. Checked before any work so a doomed run fails fast.
 void check_output_path(const std::string& path, const std::string& argument);
+
+// The tensors of one grouped matmul sized by flags (lhs [m,k], dout or out
+// [m,n], rhs or weight gradient [groups,k,n] in f32, group sizes [groups]),
+// checked before allocating: an Error names the flags whose product
+// overflows or exceeds physical memory (raggemm/allocation_limits.h).
+void check_problem_allocations(const SizeFactor& m, const SizeFactor& k, const SizeFactor& n,
+                               const SizeFactor& groups);
 
 // The input in the storage dtype the user chose: f32 unchanged, bf16 rounded
 // to nearest even.

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "raggemm/diagnostics.h"
 #include "raggemm/error.h"
 
 namespace raggemm::cli {
@@ -51,6 +52,14 @@ int main(int argc, char** argv) {
     return report_error("command=" + name + ": unknown command (run 'raggemm --help')");
   }
   std::vector<std::string> args(argv + 1, argv + argc);
+  // The library's warnings (raggemm/diagnostics.h): one stderr line each.
+  raggemm::set_diagnostic_sink([](const raggemm::Diagnostic& d) {
+    std::string line = d.text;
+    for (char& c : line) {
+      if (c == '\n' || c == '\r') c = ' ';
+    }
+    std::cerr << ("warning: " + d.source + ": " + line + "\n");  // one write per line
+  });
   try {
     return it->second.run(std::move(args));
   } catch (const CLI::Success&) {

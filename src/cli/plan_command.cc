@@ -61,6 +61,7 @@ int run_plan(const std::vector<std::string>& args) {
   const BlockPlan plan = parse_plan_settings(settings);
   std::vector<int32_t> group_sizes;
   if (app.count("--dist")) {
+    require_allocatable("the group sizes", {{"--groups", groups}}, 4);
     group_sizes = bench::draw_group_sizes(dims.batch_seq, groups, bench::parse_group_dist(dist_text, "--dist"));
   }
   std::unique_ptr<TuneCache> own_cache;
@@ -90,6 +91,9 @@ int run_plan(const std::vector<std::string>& args) {
           {"n", source_name(config.source.n)},
           {"kernel", source_name(config.source.kernel)},
           {"buffers", source_name(config.source.buffers)}}}};
+    if (!config.cache_rejection.empty()) {
+      passes[pass_name(pass)]["cache_rejected"] = config.cache_rejection;
+    }
   }
   if (json_output) {
     nlohmann::ordered_json out = {{"weight", weight_name(weight)}, {"passes", passes}};
@@ -112,6 +116,13 @@ int run_plan(const std::vector<std::string>& args) {
                 field("m", axes.m).c_str(), field("k", axes.k).c_str(), field("n", axes.n).c_str(),
                 (p["kernel"].get<std::string>() + " (" + p["source"]["kernel"].get<std::string>() + ")").c_str(),
                 (std::to_string(p["buffers"].get<int>()) + " (" + p["source"]["buffers"].get<std::string>() + ")").c_str());
+  }
+  for (Pass pass : kAllPasses) {
+    const auto& p = passes[pass_name(pass)];
+    if (p.contains("cache_rejected")) {
+      std::printf("%s: cache entry rejected (%s); the heuristic decides instead\n", pass_name(pass),
+                  p["cache_rejected"].get<std::string>().c_str());
+    }
   }
   return 0;
 }

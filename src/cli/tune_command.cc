@@ -55,6 +55,9 @@ int run_tune(const std::vector<std::string>& args) {
   const ModelDims dims{parse_int(m_text, "--m", 1, kMaxDim), parse_int(embed_text, "--embed", 1, kMaxDim),
                        parse_int(mlp_text, "--mlp", 1, kMaxDim)};
   const int64_t groups = parse_int(groups_text, "--groups", 1, kMaxDim);
+  // Every pass's operands are products of these (embed and mlp trade places).
+  check_problem_allocations({"--m", dims.batch_seq}, {"--embed", dims.embed_dim},
+                            {"--mlp", dims.mlp_dim}, {"--groups", groups});
   const double budget_s = parse_real(budget_text, "--budget-s", 0.0, 1e6);
   const DType dtype = parse_input_dtype(dtype_text, "--dtype");
   const int threads = app.count("--threads") ? static_cast<int>(parse_int(threads_text, "--threads", 1, 1024)) : 0;

@@ -61,20 +61,11 @@ std::vector<int64_t> check_group_sizes(const TensorView& group_sizes, int64_t m)
 
 void check_tiles(const Tiles& tiles, const std::string& argument) {
   if (tiles == Tiles{}) return;  // unset: the op picks every field
-  auto reject = [&](const std::string& why) {
+  const std::string why = tile_limit_violation(tiles);
+  if (!why.empty()) {
     fail(argument,
          std::to_string(tiles.m) + "," + std::to_string(tiles.k) + "," + std::to_string(tiles.n),
          why);
-  };
-  for (int64_t v : {tiles.m, tiles.k, tiles.n}) {
-    if (v <= 0) reject("tile sizes must be positive (or all unset)");
-    if (v > kMaxTile) reject("tile sizes must be <= " + std::to_string(kMaxTile));
-  }
-  // Packed blocks are m*k and k*n floats; keep each under 256 MiB.
-  constexpr int64_t kMaxBlock = int64_t{1} << 26;
-  if (tiles.m * tiles.k > kMaxBlock || tiles.k * tiles.n > kMaxBlock ||
-      tiles.m * tiles.n > kMaxBlock) {
-    reject("tile blocks exceed the 256 MiB workspace cap");
   }
 }
 

@@ -24,10 +24,8 @@ void check_dim(const TensorView& view, const std::string& argument, int axis, in
 // (size G + 1).
 std::vector<int64_t> check_group_sizes(const TensorView& group_sizes, int64_t m);
 
-// Tiles: all three unset (0: the op picks them) or all in [1, kMaxTile]; a
-// zero next to set fields, or packed blocks over the workspace cap, are
-// refused.
-inline constexpr int64_t kMaxTile = 1 << 16;
+// Tiles: all three unset (0: the op picks them) or within the one tile
+// limit of raggemm/gmm.h (tile_limit_violation); refused otherwise.
 void check_tiles(const Tiles& tiles, const std::string& argument);
 
 void check_threads(int threads, const std::string& argument);

@@ -12,6 +12,7 @@
 #include "raggemm/error.h"
 #include "raggemm/plan.h"
 #include "raggemm/train.h"
+#include "train/size_checks.h"
 
 namespace raggemm::train {
 namespace {
@@ -445,6 +446,8 @@ TrainConfig resolve(const Settings& s) {
   m.plan = build_plan(s);
   m.use_tune_cache = to_bool(s, "gmm_autotune");
   moe::validate(m);
+  // Before anything is allocated or written (the run folder included).
+  check_allocation_sizes(c);
   c.resolved_yaml = s.to_yaml();
   return c;
 }

@@ -88,6 +88,8 @@ int64_t parse_tile_value(const std::string& value, const std::string& argument) 
   }
   if (error != std::errc() || stop != end) fail(argument, value, "tile must be a positive integer");
   require(parsed > 0, argument, value, "tile must be a positive integer (0 and negatives are invalid)");
+  require(parsed <= kMaxTile, argument, value,
+          "tile must be at most " + std::to_string(kMaxTile) + " (the ops' tile limit)");
   return parsed;
 }
 

@@ -64,6 +64,8 @@ ResolvedPassConfig resolve_problem(const GmmShape& shape, const KernelOverrides&
       config.kernel = entry->winner.kernel;
       config.input_buffer_count = entry->winner.input_buffer_count;
       source.m = source.k = source.n = source.kernel = source.buffers = PlanSource::kCache;
+    } else if (std::optional<RejectedTuneEntry> bad = cache->rejected(shape)) {
+      config.cache_rejection = bad->reason;
     }
   }
   // An explicit setting always wins, field by field, whatever the cache says.

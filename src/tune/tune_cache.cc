@@ -10,12 +10,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
+#include "raggemm/diagnostics.h"
 #include "raggemm/error.h"
 #include "raggemm/npy.h"
 #include "raggemm/plan.h"
@@ -28,14 +28,19 @@ using nlohmann::json;
 
 constexpr const char* kFormatName = "raggemm-tune-cache";
 
-// One warning per path per process, however often the file is re-read.
-void warn_once(const std::string& path, const std::string& what) {
+// One warning per (path, what) per process, however often the file is re-read.
+void warn_once(const std::string& path, const std::string& what, const std::string& consequence) {
   static std::mutex mutex;
   static std::set<std::string> warned;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (!warned.insert(path).second) return;
-  std::cerr << "warning: tune cache " << path << ": " << what
-            << "; ignoring it (it is kept aside on the next write)\n";
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!warned.insert(path + "\n" + what).second) return;
+  }
+  report_warning("tune_cache", path + ": " + what + "; " + consequence);
+}
+
+void warn_unreadable(const std::string& path, const std::string& what) {
+  warn_once(path, what, "ignoring it (it is kept aside on the next write)");
 }
 
 json candidate_to_json(const TuneCandidate& candidate) {
@@ -85,41 +90,63 @@ TuneEntry entry_from_json(const json& in) {
     timing.passed_check = item.at("passed_check").get<bool>();
     entry.timings.push_back(timing);
   }
+  // The winner is what a call would run: it must pass the ops' own checks,
+  // or a hand-edited or foreign cache would fail every call of its shape.
+  const Tiles& t = entry.winner.tiles;
+  const std::string why = tile_limit_violation(t);
+  if (!why.empty()) {
+    throw std::invalid_argument("winner tiles=" + std::to_string(t.m) + "," + std::to_string(t.k) +
+                                "," + std::to_string(t.n) + ": " + why);
+  }
   return entry;
 }
 
+// What reading a cache file found: the usable entries, and the entries that
+// failed validation (kept as written, with the reason).
+struct FileEntries {
+  std::map<std::string, TuneEntry> entries;
+  std::map<std::string, RejectedTuneEntry> rejected;
+};
+
 enum class FileState { kMissing, kValid, kUnreadable };
 
-// Reads the file into `entries`; an unusable file is reported once.
-FileState read_cache_file(const std::string& path, std::map<std::string, TuneEntry>& entries) {
+// Reads the file into `out`; an unusable file is reported once. One bad
+// entry does not spoil the others: it is rejected alone.
+FileState read_cache_file(const std::string& path, FileEntries& out) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return FileState::kMissing;
   std::stringstream text;
   text << in.rdbuf();
   json root = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded() || !root.is_object()) {
-    warn_once(path, "not valid JSON (corrupt or truncated)");
+    warn_unreadable(path, "not valid JSON (corrupt or truncated)");
     return FileState::kUnreadable;
   }
   if (root.value("format", std::string()) != kFormatName || !root.contains("version") ||
       !root["version"].is_number_integer()) {
-    warn_once(path, "not a raggemm tune cache");
+    warn_unreadable(path, "not a raggemm tune cache");
     return FileState::kUnreadable;
   }
   const int64_t version = root["version"].get<int64_t>();
   if (version != TuneCache::kFormatVersion) {
-    warn_once(path, "format version " + std::to_string(version) + ", this build reads version " +
-                        std::to_string(TuneCache::kFormatVersion));
+    warn_unreadable(path, "format version " + std::to_string(version) +
+                              ", this build reads version " +
+                              std::to_string(TuneCache::kFormatVersion));
     return FileState::kUnreadable;
   }
-  std::map<std::string, TuneEntry> parsed;
-  try {
-    for (const auto& [key, value] : root.at("entries").items()) parsed[key] = entry_from_json(value);
-  } catch (const std::exception& e) {
-    warn_once(path, std::string("malformed entry (") + e.what() + ")");
+  if (!root.contains("entries") || !root["entries"].is_object()) {
+    warn_unreadable(path, "no \"entries\" object");
     return FileState::kUnreadable;
   }
-  entries = std::move(parsed);
+  FileEntries parsed;
+  for (const auto& [key, value] : root["entries"].items()) {
+    try {
+      parsed.entries[key] = entry_from_json(value);
+    } catch (const std::exception& e) {
+      parsed.rejected[key] = RejectedTuneEntry{e.what(), value.dump()};
+    }
+  }
+  out = std::move(parsed);
   return FileState::kValid;
 }
 
@@ -159,11 +186,13 @@ std::string getenv_or_empty(const char* name) {
 TuneCache::TuneCache(std::string path) : path_(std::move(path)) { reload(); }
 
 void TuneCache::reload() {
-  std::map<std::string, TuneEntry> entries;
-  if (read_cache_file(path_, entries) == FileState::kValid) {
-    entries_ = std::move(entries);
+  FileEntries read;
+  if (read_cache_file(path_, read) == FileState::kValid) {
+    entries_ = std::move(read.entries);
+    rejected_ = std::move(read.rejected);
   } else {
     entries_.clear();
+    rejected_.clear();
   }
 }
 
@@ -202,8 +231,20 @@ std::string TuneCache::key(const GmmShape& shape) {
 }
 
 std::optional<TuneEntry> TuneCache::find(const GmmShape& shape) const {
-  auto it = entries_.find(key(shape));
-  if (it == entries_.end()) return std::nullopt;
+  const std::string entry_key = key(shape);
+  auto it = entries_.find(entry_key);
+  if (it != entries_.end()) return it->second;
+  auto bad = rejected_.find(entry_key);
+  if (bad != rejected_.end()) {
+    warn_once(path_, "entry \"" + entry_key + "\" rejected (" + bad->second.reason + ")",
+              "using the heuristic for it");
+  }
+  return std::nullopt;
+}
+
+std::optional<RejectedTuneEntry> TuneCache::rejected(const GmmShape& shape) const {
+  auto it = rejected_.find(key(shape));
+  if (it == rejected_.end()) return std::nullopt;
   return it->second;
 }
 
@@ -216,8 +257,9 @@ void TuneCache::store(const GmmShape& shape, const TuneEntry& entry) {
     if (error) fail("tune_cache", path_, "cannot create directory: " + error.message());
   }
   FileLock lock(path_);
-  std::map<std::string, TuneEntry> on_disk;
-  const FileState state = read_cache_file(path_, on_disk);
+  FileEntries disk;
+  const FileState state = read_cache_file(path_, disk);
+  std::map<std::string, TuneEntry>& on_disk = disk.entries;
   if (state == FileState::kUnreadable) {
     // Keep the unusable file for whoever can read it (another version) or
     // wants to look at it, instead of silently destroying it.
@@ -228,9 +270,18 @@ void TuneCache::store(const GmmShape& shape, const TuneEntry& entry) {
   for (auto& [key, value] : entries_) on_disk.try_emplace(key, value);
   on_disk[entry_key] = entry;
   entries_ = std::move(on_disk);
+  // Rejected entries are written back as they were (a newer build may read
+  // them), except the one this store replaces.
+  disk.rejected.erase(entry_key);
+  for (auto& [key, value] : rejected_) {
+    if (key != entry_key && !entries_.count(key)) disk.rejected.try_emplace(key, value);
+  }
+  std::erase_if(disk.rejected, [&](const auto& item) { return entries_.count(item.first) > 0; });
+  rejected_ = std::move(disk.rejected);
 
   json entries = json::object();
   for (const auto& [key, value] : entries_) entries[key] = entry_to_json(value);
+  for (const auto& [key, value] : rejected_) entries[key] = json::parse(value.text);
   json root = {{"format", kFormatName}, {"version", kFormatVersion}, {"entries", std::move(entries)}};
   const std::string text = root.dump(1) + "\n";
   write_file_atomic(path_, text.data(), text.size());

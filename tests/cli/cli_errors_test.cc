@@ -283,6 +283,20 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"unknown_flag", bench({{"--jsn", ""}}), "--jsn", ""}),
     [](const ::testing::TestParamInfo<ErrorCase>& info) { return info.param.name; });
 
+// Issue 16: the one tile limit under the flag's own name (item 7), and sizes
+// from flags checked before allocating (item 3).
+INSTANTIATE_TEST_SUITE_P(
+    Hardening, CliErrorTest,
+    ::testing::Values(
+        ErrorCase{"gmm_tile_above_limit", with(gmm(), {"--tiles", "65537,8,8"}), "--tiles=65537,8,8", "65536"},
+        ErrorCase{"gmm_tile_block_over_cap", with(gmm(), {"--tiles", "65536,65536,4"}), "--tiles=65536,65536,4", "67108864"},
+        ErrorCase{"tgmm_tile_above_limit", with(tgmm(), {"--tiles", "8,8,70000"}), "--tiles=8,8,70000", "65536"},
+        ErrorCase{"bench_tile_block_over_cap", bench({{"--tiles", "8,65536,65536"}}), "--tiles=8,65536,65536", "67108864"},
+        ErrorCase{"bench_rhs_overflows", bench({{"--k", "16777216"}, {"--n", "16777216"}, {"--groups", "1048576"}}), "--groups,--k,--n=1048576,16777216,16777216", "overflows"},
+        ErrorCase{"bench_lhs_above_memory", bench({{"--m", "2147483647"}, {"--k", "16777216"}}), "--m,--k=2147483647,16777216", "physical memory"},
+        ErrorCase{"tune_overflows", {"tune", "--m", "2147483648", "--embed", "2147483648", "--mlp", "8", "--groups", "2", "--cache", "c.json"}, "--m,--embed=", "overflows"}),
+    [](const ::testing::TestParamInfo<ErrorCase>& info) { return info.param.name; });
+
 // All inputs valid; writing the output fails. /proc/self is a folder (so
 // the up-front path check passes) where no file can be created.
 INSTANTIATE_TEST_SUITE_P(

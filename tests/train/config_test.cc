@@ -229,6 +229,18 @@ INSTANTIATE_TEST_SUITE_P(
                        "first line 1 tokamax_gmm_autotune=true", "then line 2 gmm_autotune=false"}}),
     [](const auto& info) { return info.param.name; });
 
+// The one tile limit (issue 16 item 7), named by the key.
+TEST(ConfigTest, TileKeyAboveTheLimitNamesTheKey) {
+  EXPECT_NO_THROW(resolve(parse_train_arguments({"wi_tile_fwd_batch_seq=65536"})));
+  try {
+    resolve(parse_train_arguments({"wi_tile_fwd_batch_seq=65537"}));
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.argument(), "wi_tile_fwd_batch_seq");
+    EXPECT_NE(std::string(e.what()).find("at most 65536"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ConfigTest, BlockScalesAcceptedWithV2) {
   EXPECT_NO_THROW(resolve(parse_train_arguments(
       {"quantization=fp8_full", "quantization_weight_scaling=block:128", "use_gmm_v2=true"})));

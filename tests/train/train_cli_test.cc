@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -186,6 +187,42 @@ TEST(TrainCliTest, ConfigErrorsAreOneLineAndExit2) {
   EXPECT_EQ(missing.status, 2);
   EXPECT_NE(missing.text.find("error: config=/nonexistent/config.yml"), std::string::npos);
 }
+
+// Sizes that cannot fit are refused before anything is allocated or written
+// (issue 16 item 3): one error line naming the keys, exit 2, no run folder.
+struct ImpossibleSize {
+  std::string name;
+  std::string setting;
+  std::string key;  // among the keys the error names (which product fails first
+                    // depends on the machine's memory)
+};
+
+class ImpossibleSizeTest : public ::testing::TestWithParam<ImpossibleSize> {};
+
+TEST_P(ImpossibleSizeTest, RefusedNamingTheKeysAndNothingWritten) {
+  TempDir dir;
+  const Output out = run("train " + kBase + " steps=1 base_output_directory=" + dir.str() +
+                         "/runs " + GetParam().setting);
+  EXPECT_EQ(out.status, 2) << out.text;
+  ASSERT_EQ(out.text.rfind("error: ", 0), 0u) << out.text;
+  const std::string keys = out.text.substr(7, out.text.find('=') - 7);
+  EXPECT_NE(("," + keys + ",").find("," + GetParam().key + ","), std::string::npos) << out.text;
+  EXPECT_EQ(std::count(out.text.begin(), out.text.end(), '\n'), 1) << out.text;
+  EXPECT_EQ(out.text.find("bad_alloc"), std::string::npos) << out.text;
+  EXPECT_FALSE(fs::exists(dir.str() + "/runs")) << "a run folder was written";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, ImpossibleSizeTest,
+    ::testing::Values(
+        ImpossibleSize{"experts", "num_experts=100000000", "num_experts"},
+        ImpossibleSize{"embed", "base_emb_dim=1000000000", "base_emb_dim"},
+        ImpossibleSize{"vocab", "vocab_size=2000000000", "vocab_size"},
+        ImpossibleSize{"batch", "per_device_batch_size=1000000000", "per_device_batch_size"},
+        ImpossibleSize{"overflow", "per_device_batch_size=9223372036854775807",
+                       "per_device_batch_size"},
+        ImpossibleSize{"layers", "base_num_decoder_layers=4000000000000", "base_num_decoder_layers"}),
+    [](const auto& info) { return info.param.name; });
 
 // A run resumed from its checkpoint gives bitwise-identical losses.
 TEST(TrainCliTest, ResumeIsBitwiseIdentical) {

@@ -10,6 +10,9 @@
 #include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "raggemm/diagnostics.h"
 #include "raggemm/plan.h"
 
 namespace raggemm {
@@ -174,20 +177,17 @@ TEST_P(TuneCacheBadFile, WarnsOnceIsIgnoredAndKeptAside) {
   }
   write_text(path, text);
 
-  testing::internal::CaptureStderr();
+  take_diagnostics();
   TuneCache cache(path);
   EXPECT_EQ(cache.size(), 0u);
   const GmmShape mine = shape(Pass::kGradLhs, 256, 128, 64, 4);
   cache.store(mine, entry(32, 32, 32, KernelVersion::kV2, 2));  // re-reads under the lock
   cache.reload();
-  const std::string warnings = testing::internal::GetCapturedStderr();
+  const std::vector<Diagnostic> warnings = take_diagnostics();
 
-  size_t count = 0;
-  for (size_t at = warnings.find("warning:"); at != std::string::npos; at = warnings.find("warning:", at + 1)) {
-    ++count;
-  }
-  EXPECT_EQ(count, 1u) << warnings;
-  EXPECT_NE(warnings.find(path), std::string::npos) << warnings;
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].source, "tune_cache");
+  EXPECT_NE(warnings[0].text.find(path), std::string::npos) << warnings[0].text;
   // The write produced a good file with our entry; the bad one was kept aside.
   EXPECT_EQ(TuneCache(path).size(), 1u);
   EXPECT_TRUE(cache.find(mine).has_value());
@@ -201,9 +201,86 @@ INSTANTIATE_TEST_SUITE_P(
                     BadFile{"other_version",
                             R"({"format": "raggemm-tune-cache", "version": 99, "entries": {}})"},
                     BadFile{"other_format", R"({"hello": "world"})"},
-                    BadFile{"bad_entry",
-                            R"({"format": "raggemm-tune-cache", "version": 1, "entries": {"k": {"winner": {"m": 0}}}})"}),
+                    BadFile{"no_entries", R"({"format": "raggemm-tune-cache", "version": 1})"}),
     [](const testing::TestParamInfo<BadFile>& info) { return std::string(info.param.name); });
+
+// Replaces the winner of every entry of a cache file by `winner` (JSON).
+void set_every_winner(const std::string& path, const std::string& key, const nlohmann::json& winner) {
+  nlohmann::json root = nlohmann::json::parse(read_text(path));
+  for (auto& [name, value] : root["entries"].items()) {
+    if (key.empty() || name == key) value["winner"] = winner;
+  }
+  write_text(path, root.dump(1));
+}
+
+// An entry that parses but cannot run (tiles past the ops' limit, a missing
+// field) is rejected alone: one warning naming the cache and the entry, no
+// lookup hit, the other entries still served, and the entry kept as written.
+struct BadEntry {
+  const char* name;
+  nlohmann::json winner;
+  const char* reason_part;
+};
+
+class TuneCacheBadEntry : public testing::TestWithParam<BadEntry> {};
+
+TEST_P(TuneCacheBadEntry, IsRejectedAloneWithOneWarning) {
+  const std::string path = fresh_dir() + "/cache.json";
+  const GmmShape bad = shape(Pass::kForward, 64, 32, 48, 4);
+  const GmmShape good = shape(Pass::kGradRhs, 64, 32, 48, 4);
+  {
+    TuneCache writer(path);
+    writer.store(bad, entry(16, 16, 16, KernelVersion::kV1, 1));
+    writer.store(good, entry(8, 8, 8, KernelVersion::kV2, 1));
+  }
+  set_every_winner(path, TuneCache::key(bad), GetParam().winner);
+
+  take_diagnostics();
+  TuneCache cache(path);
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ(cache.rejected_count(), 1u);
+  EXPECT_FALSE(cache.find(bad).has_value());
+  EXPECT_FALSE(cache.find(bad).has_value());  // a second lookup does not warn again
+  ASSERT_TRUE(cache.find(good).has_value());
+  const std::vector<Diagnostic> warnings = take_diagnostics();
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].text.find(path), std::string::npos) << warnings[0].text;
+  EXPECT_NE(warnings[0].text.find(TuneCache::key(bad)), std::string::npos) << warnings[0].text;
+  EXPECT_NE(warnings[0].text.find(GetParam().reason_part), std::string::npos) << warnings[0].text;
+  ASSERT_TRUE(cache.rejected(bad).has_value());
+
+  // The call goes on with the heuristic, and says why the cache was passed over.
+  const ResolvedPassConfig resolved = resolve_problem(bad, KernelOverrides{}, &cache);
+  EXPECT_EQ(resolved.source.m, PlanSource::kHeuristic);
+  EXPECT_LE(resolved.tiles.m, kMaxTile);
+  EXPECT_NE(resolved.cache_rejection.find(GetParam().reason_part), std::string::npos);
+
+  // Another store keeps the rejected entry as written; retuning its shape replaces it.
+  cache.store(shape(Pass::kGradLhs, 64, 32, 48, 4), entry(4, 4, 4, KernelVersion::kV1, 1));
+  EXPECT_EQ(TuneCache(path).rejected_count(), 1u);
+  EXPECT_FALSE(std::filesystem::exists(path + ".unreadable"));
+  cache.store(bad, entry(16, 16, 16, KernelVersion::kV1, 1));
+  const TuneCache reread(path);
+  EXPECT_EQ(reread.rejected_count(), 0u);
+  EXPECT_EQ(reread.size(), 3u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Entries, TuneCacheBadEntry,
+    testing::Values(
+        BadEntry{"tiles_2_pow_40",
+                 {{"m", int64_t{1} << 40}, {"k", int64_t{1} << 40}, {"n", int64_t{1} << 40},
+                  {"kernel", "v1"}, {"buffers", 1}},
+                 "65536"},
+        BadEntry{"block_over_cap",
+                 {{"m", 65536}, {"k", 65536}, {"n", 8}, {"kernel", "v1"}, {"buffers", 1}},
+                 "67108864"},
+        BadEntry{"zero_tile", {{"m", 0}, {"k", 8}, {"n", 8}, {"kernel", "v1"}, {"buffers", 1}},
+                 "non-positive"},
+        BadEntry{"missing_field", {{"m", 8}}, "not found"},
+        BadEntry{"unknown_kernel", {{"m", 8}, {"k", 8}, {"n", 8}, {"kernel", "v9"}, {"buffers", 1}},
+                 "v9"}),
+    [](const testing::TestParamInfo<BadEntry>& info) { return std::string(info.param.name); });
 
 TEST(TuneCache, DefaultPathHonoursTheEnvironment) {
   const char* saved_explicit = std::getenv("RAGGEMM_TUNE_CACHE");
