@@ -98,6 +98,7 @@ struct TrainConfig {
   bool enable_checkpointing = false;
   int64_t checkpoint_period = 0;
   std::string profiler;  // "" | trace
+  bool allow_config_change_on_resume = false;
   // Expert parallelism (docs/expert_parallelism.md): P processes, each with
   // num_experts / P experts and per_device_batch_size sequences of the
   // global batch of P * per_device_batch_size.
@@ -114,6 +115,28 @@ struct TrainConfig {
 // Typed, validated config; invalid values and combinations throw Error
 // naming the keys.
 TrainConfig resolve(const Settings& settings);
+
+// ---------------------------------------------------------------------------
+// Resuming under another config (docs/moe_configuration.md, "Resuming").
+
+// The keys that may differ between a run's config.yml and a resume without
+// changing the trajectory: length, logging, profiling, checkpoint cadence,
+// eval, threads, location. An explicit short list: every other key,
+// including keys added later, counts as changing the trajectory.
+const std::vector<std::string>& resume_harmless_keys();
+bool changes_trajectory(const std::string& key);
+
+struct ConfigChange {
+  std::string key;  // the key's own name (aliases resolved)
+  std::string stored;   // in the run's config.yml (the default when absent there)
+  std::string current;
+};
+// The trajectory keys whose values differ between two config.yml texts
+// (numbers compare by value: 0.003 == 3e-3), in key order. Keys of `stored`
+// this build does not know are returned in `unknown`.
+std::vector<ConfigChange> trajectory_changes(const std::string& stored_yaml,
+                                             const std::string& current_yaml,
+                                             std::vector<std::string>* unknown = nullptr);
 
 // ---------------------------------------------------------------------------
 // Training.

@@ -6,10 +6,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "raggemm/diagnostics.h"
 #include "raggemm/error.h"
 #include "raggemm/npy.h"
 #include "raggemm/train.h"
@@ -144,7 +144,7 @@ std::optional<std::string> latest_checkpoint(const std::string& run_dir,
       verify_checkpoint(path);
       return path;
     } catch (const Error& e) {
-      std::cerr << "warning: skipping " << e.what() << "\n";
+      report_warning("checkpoint", std::string("skipping ") + e.what());
     }
   }
   return std::nullopt;

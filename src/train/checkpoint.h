@@ -29,7 +29,7 @@ std::string checkpoint_path(const std::string& run_dir, int64_t step,
 void save_checkpoint(const std::string& path, const CheckpointData& data);
 CheckpointData load_checkpoint(const std::string& path);
 // The newest checkpoint of a run (of one shard) that verifies, if any (a
-// corrupt file is reported on stderr and skipped).
+// corrupt file is reported as a warning, raggemm/diagnostics.h, and skipped).
 std::optional<std::string> latest_checkpoint(const std::string& run_dir,
                                              const std::string& shard = "");
 

@@ -417,6 +417,7 @@ TrainConfig resolve(const Settings& s) {
   c.enable_checkpointing = to_bool(s, "enable_checkpointing");
   c.checkpoint_period = to_int(s, "checkpoint_period", 1);
   c.profiler = one_of(s, "profiler", {"", "trace"});
+  c.allow_config_change_on_resume = to_bool(s, "allow_config_change_on_resume");
 
   moe::MoeConfig& m = c.moe;
   m.embed_dim = c.base_emb_dim;

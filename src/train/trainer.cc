@@ -14,6 +14,7 @@
 
 #include "moe/plans.h"
 #include "raggemm/comm.h"
+#include "raggemm/diagnostics.h"
 #include "raggemm/error.h"
 #include "raggemm/npy.h"
 #include "raggemm/profiler.h"
@@ -172,6 +173,45 @@ void autotune_missing(const TrainConfig& config, std::ostream& log) {
   }
 }
 
+// Resuming `checkpoint` under `config`: the run's config.yml (as the run
+// last wrote it) must agree on every key that changes the trajectory, unless
+// allow_config_change_on_resume=true, which resumes with a warning.
+void check_resume_config(const std::string& config_path, const TrainConfig& config,
+                         const std::string& checkpoint) {
+  std::ifstream in(config_path, std::ios::binary);
+  if (!in) {
+    report_warning("train", "resuming " + checkpoint + " without its run's config.yml (" +
+                                config_path + "): the config cannot be compared");
+    return;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  std::vector<std::string> unknown;
+  const std::vector<ConfigChange> changes =
+      trajectory_changes(text.str(), config.resolved_yaml, &unknown);
+  for (const std::string& key : unknown) {
+    report_warning("train", config_path + ": key '" + key +
+                                "' is unknown to this build and is not compared on resume");
+  }
+  if (changes.empty()) return;
+  std::string keys, values, described;
+  for (const ConfigChange& change : changes) {
+    const auto shown = [](const std::string& v) { return v.empty() ? std::string("''") : v; };
+    keys += (keys.empty() ? "" : ",") + change.key;
+    values += (values.empty() ? "" : ",") + shown(change.current);
+    described += (described.empty() ? "" : ", ") + change.key + " " + shown(change.stored) +
+                 " -> " + shown(change.current);
+  }
+  require(config.allow_config_change_on_resume, keys, values,
+          "differs from the run's " + config_path + " (" + described + "); resuming " +
+              checkpoint +
+              " under it would change the run's trajectory: set "
+              "allow_config_change_on_resume=true to resume anyway, or use another run_name");
+  report_warning("train", "resuming " + checkpoint +
+                              " under a changed config (allow_config_change_on_resume=true): " +
+                              described);
+}
+
 }  // namespace
 
 void check_launch(const TrainConfig& config, const Communicator* comm) {
@@ -203,6 +243,14 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
   result.run_dir = config.run_dir();
   fs::create_directories(result.run_dir);
   const std::string config_path = (fs::path(result.run_dir) / "config.yml").string();
+  // Which checkpoint to resume, and whether the config may resume it, before
+  // config.yml is replaced by this invocation's.
+  std::optional<std::string> resume_from;
+  if (config.enable_checkpointing) {
+    resume_from = agreed_checkpoint(result.run_dir, shard, comm);
+    if (resume_from) check_resume_config(config_path, config, *resume_from);
+  }
+  if (comm) comm->barrier();  // every rank has read config.yml before rank 0 replaces it
   if (rank == 0) {
     write_file_atomic(config_path, config.resolved_yaml.data(), config.resolved_yaml.size());
   }
@@ -262,7 +310,7 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
   int64_t start = 0;
   const std::string metrics_path = (fs::path(result.run_dir) / "metrics.jsonl").string();
   if (config.enable_checkpointing) {
-    if (auto latest = agreed_checkpoint(result.run_dir, shard, comm)) {
+    if (const std::optional<std::string>& latest = resume_from) {
       CheckpointData saved = load_checkpoint(*latest);
       require(saved.shard == shard, "checkpoint", *latest,
               "holds shard '" + saved.shard + "', not this process's '" + shard +

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -228,6 +229,70 @@ INSTANTIATE_TEST_SUITE_P(
                       {"tokamax_gmm_autotune is an alias of gmm_autotune",
                        "first line 1 tokamax_gmm_autotune=true", "then line 2 gmm_autotune=false"}}),
     [](const auto& info) { return info.param.name; });
+
+// Which differences between a run's config.yml and a resume count.
+struct ChangeCase {
+  std::string name;
+  std::vector<std::string> stored;   // overrides of the run
+  std::vector<std::string> current;  // overrides of the resume
+  std::vector<std::string> changed;  // keys reported, in key order
+};
+
+class TrajectoryChangeTest : public ::testing::TestWithParam<ChangeCase> {};
+
+TEST_P(TrajectoryChangeTest, ReportsExactlyTheTrajectoryKeys) {
+  const ChangeCase& c = GetParam();
+  const std::vector<ConfigChange> changes =
+      trajectory_changes(parse_train_arguments(c.stored).to_yaml(),
+                         parse_train_arguments(c.current).to_yaml());
+  std::vector<std::string> keys;
+  for (const ConfigChange& change : changes) keys.push_back(change.key);
+  EXPECT_EQ(keys, c.changed);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, TrajectoryChangeTest,
+    ::testing::Values(
+        ChangeCase{"same", {"seed=3"}, {"seed=3"}, {}},
+        ChangeCase{"harmless_keys", {"steps=2", "checkpoint_period=5"},
+                   {"steps=9", "checkpoint_period=1", "profiler=trace", "run_name=x",
+                    "enable_checkpointing=true", "allow_config_change_on_resume=true"},
+                   {}},
+        ChangeCase{"numbers_by_value", {"learning_rate=0.003"}, {"learning_rate=3e-3"}, {}},
+        ChangeCase{"seed_opt_lr", {}, {"learning_rate=0.01", "opt_type=sgd", "seed=1"},
+                   {"seed", "opt_type", "learning_rate"}},
+        ChangeCase{"alias_is_the_key", {"gmm_autotune=false"}, {"tokamax_gmm_autotune=true"},
+                   {"gmm_autotune"}},
+        ChangeCase{"tiles_and_kernels_count", {}, {"use_gmm_v2=true", "wi_tile_fwd_batch_seq=64"},
+                   {"use_gmm_v2", "wi_tile_fwd_batch_seq"}}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(TrajectoryChange, EveryKeyCountsUnlessListedHarmless) {
+  // The default is "counts": only the short explicit list is harmless, so a
+  // key another issue adds later counts until someone lists it.
+  EXPECT_TRUE(changes_trajectory("some_key_added_later"));
+  EXPECT_FALSE(changes_trajectory("steps"));
+  EXPECT_LE(resume_harmless_keys().size(), 16u);
+  for (const ConfigKey& key : config_keys()) {
+    const bool harmless = !changes_trajectory(key.name);
+    if (harmless) {
+      EXPECT_NE(std::find(resume_harmless_keys().begin(), resume_harmless_keys().end(), key.name),
+                resume_harmless_keys().end());
+    }
+  }
+}
+
+TEST(TrajectoryChange, KeysMissingFromAnOlderConfigCompareWithTheirDefault) {
+  std::vector<std::string> unknown;
+  EXPECT_TRUE(trajectory_changes("seed: 0\nold_removed_key: 1\n", Settings().to_yaml(), &unknown)
+                  .empty());
+  EXPECT_EQ(unknown, std::vector<std::string>{"old_removed_key"});
+  const auto changes = trajectory_changes("seed: 0\n", parse_train_arguments({"adam_b1=0.8"}).to_yaml());
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].key, "adam_b1");
+  EXPECT_EQ(changes[0].stored, "0.9");
+  EXPECT_EQ(changes[0].current, "0.8");
+}
 
 // The one tile limit (issue 16 item 7), named by the key.
 TEST(ConfigTest, TileKeyAboveTheLimitNamesTheKey) {

@@ -224,6 +224,62 @@ INSTANTIATE_TEST_SUITE_P(
         ImpossibleSize{"layers", "base_num_decoder_layers=4000000000000", "base_num_decoder_layers"}),
     [](const auto& info) { return info.param.name; });
 
+std::string file_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Resuming under a changed trajectory key is refused naming the keys and
+// both values, and leaves the run as it was (issue 16 item 6); harmless keys
+// may change; allow_config_change_on_resume=true resumes with a warning.
+TEST(TrainCliTest, ResumeUnderAChangedConfigIsRefused) {
+  TempDir dir;
+  const std::string run_dir = dir.str() + "/r";
+  const std::string common = "train " + kBase + " base_output_directory=" + dir.str() +
+                             " run_name=r enable_checkpointing=true" + kSmall;
+  ASSERT_EQ(run(common + " steps=2 checkpoint_period=1").status, 0);
+  const std::string config_before = file_text(run_dir + "/config.yml");
+  const std::string metrics_before = file_text(run_dir + "/metrics.jsonl");
+
+  struct Refused {
+    std::string change;
+    std::string error_start;  // "error: <keys>=<new values>"
+    std::string described;    // "<key> <stored> -> <current>"
+  };
+  for (const Refused& c : std::vector<Refused>{
+           {"seed=1", "error: seed=1: differs from the run's", "seed 0 -> 1"},
+           {"opt_type=sgd", "error: opt_type=sgd:", "opt_type adamw -> sgd"},
+           {"learning_rate=0.01 seed=7", "error: seed,learning_rate=7,0.01:",
+            "seed 0 -> 7, learning_rate 0.003 -> 0.01"},
+           {"tokamax_gmm_autotune=true", "error: gmm_autotune=true:", "gmm_autotune false -> true"},
+       }) {
+    const Output out = run(common + " steps=3 checkpoint_period=1 " + c.change);
+    EXPECT_EQ(out.status, 2) << c.change << "\n" << out.text;
+    EXPECT_EQ(out.text.rfind(c.error_start, 0), 0u) << out.text;
+    EXPECT_NE(out.text.find(c.described), std::string::npos) << out.text;
+    EXPECT_NE(out.text.find("allow_config_change_on_resume=true"), std::string::npos) << out.text;
+    EXPECT_EQ(file_text(run_dir + "/config.yml"), config_before) << c.change;
+    EXPECT_EQ(file_text(run_dir + "/metrics.jsonl"), metrics_before) << c.change;
+    EXPECT_FALSE(fs::exists(run_dir + "/checkpoints/step_00000003.ckpt")) << c.change;
+  }
+
+  // Length, checkpoint cadence and profiling may change; 0.003 == 3e-3.
+  const Output harmless =
+      run(common + " steps=3 checkpoint_period=2 profiler=trace learning_rate=3e-3");
+  ASSERT_EQ(harmless.status, 0) << harmless.text;
+  EXPECT_NE(harmless.text.find("resumed from"), std::string::npos) << harmless.text;
+  EXPECT_EQ(harmless.text.find("warning"), std::string::npos) << harmless.text;
+
+  const Output allowed =
+      run(common + " steps=4 checkpoint_period=1 seed=1 allow_config_change_on_resume=true");
+  ASSERT_EQ(allowed.status, 0) << allowed.text;
+  EXPECT_NE(allowed.text.find("warning: train: resuming"), std::string::npos) << allowed.text;
+  EXPECT_NE(allowed.text.find("seed 0 -> 1"), std::string::npos) << allowed.text;
+  EXPECT_NE(allowed.text.find("resumed from"), std::string::npos) << allowed.text;
+  // The run's config is now the one it continues under.
+  EXPECT_NE(file_text(run_dir + "/config.yml").find("seed: 1\n"), std::string::npos);
+}
+
 // A run resumed from its checkpoint gives bitwise-identical losses.
 TEST(TrainCliTest, ResumeIsBitwiseIdentical) {
   TempDir dir;
