@@ -29,8 +29,8 @@ std::vector<uint8_t> serialize_npy(const TensorView& view);
 void write_npy(const std::string& path, const TensorView& view,
                const std::string& argument = "path");
 
-// Writes bytes atomically: `<path>.tmp.<pid>.<random>` in the same directory,
-// fsync, rename over `path`. On failure the temporary file is removed, `path`
+// Writes bytes atomically: `<path>.tmp.<pid>.<random>.<host>` in the same
+// directory (raggemm/temp_files.h), fsync, rename over `path`. On failure the temporary file is removed, `path`
 // is left as it was, and Error(argument, path) is thrown. Used for every file
 // we write.
 void write_file_atomic(const std::string& path, const void* data, size_t size,

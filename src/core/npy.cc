@@ -20,6 +20,7 @@
 #include <string_view>
 
 #include "raggemm/error.h"
+#include "raggemm/temp_files.h"
 
 namespace raggemm {
 namespace {
@@ -354,22 +355,7 @@ std::string errno_text(int error) { return std::strerror(error); }
 
 void unlink_quietly(const std::string& path) { ::unlink(path.c_str()); }
 
-std::string temp_path_for(const std::string& path) {
-  static std::atomic<uint64_t> counter{0};
-  uint64_t noise =
-      static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-  try {
-    std::random_device device;
-    noise ^= (static_cast<uint64_t>(device()) << 32) | device();
-  } catch (const std::exception&) {
-    // No entropy source: the clock, the pid and the counter still make the
-    // name unique in practice, and O_EXCL catches the rest.
-  }
-  noise += counter.fetch_add(1) * 0x9e3779b97f4a7c15ull;
-  char suffix[17];
-  std::snprintf(suffix, sizeof(suffix), "%016llx", static_cast<unsigned long long>(noise));
-  return path + ".tmp." + std::to_string(::getpid()) + "." + suffix;
-}
+std::string temp_path_for(const std::string& path) { return atomic_temp_path(path); }
 
 std::string parent_directory(const std::string& path) {
   size_t slash = path.find_last_of('/');

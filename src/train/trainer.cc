@@ -18,6 +18,7 @@
 #include "raggemm/error.h"
 #include "raggemm/npy.h"
 #include "raggemm/profiler.h"
+#include "raggemm/temp_files.h"
 #include "raggemm/train.h"
 #include "train/checkpoint.h"
 #include "train/data.h"
@@ -212,6 +213,20 @@ void check_resume_config(const std::string& config_path, const TrainConfig& conf
                               described);
 }
 
+// Temp files that killed writers of this run left (a checkpoint's is as
+// large as the model): rank 0 owns the run folder's files, each rank its
+// checkpoint folder. A live writer's temp file is never touched.
+void remove_stale_temp_files_of_run(const std::string& run_dir, const std::string& shard, int rank,
+                                    bool checkpointing) {
+  if (rank == 0) remove_stale_temp_files(run_dir, [](const std::string&) { return true; });
+  if (!checkpointing) return;
+  const std::string folder =
+      std::filesystem::path(checkpoint_path(run_dir, 0, shard)).parent_path().string();
+  remove_stale_temp_files(folder, [](const std::string& target) {
+    return target.rfind("step_", 0) == 0 && target.ends_with(".ckpt");
+  });
+}
+
 }  // namespace
 
 void check_launch(const TrainConfig& config, const Communicator* comm) {
@@ -250,6 +265,7 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
     resume_from = agreed_checkpoint(result.run_dir, shard, comm);
     if (resume_from) check_resume_config(config_path, config, *resume_from);
   }
+  remove_stale_temp_files_of_run(result.run_dir, shard, rank, config.enable_checkpointing);
   if (comm) comm->barrier();  // every rank has read config.yml before rank 0 replaces it
   if (rank == 0) {
     write_file_atomic(config_path, config.resolved_yaml.data(), config.resolved_yaml.size());

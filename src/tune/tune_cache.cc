@@ -19,6 +19,7 @@
 #include "raggemm/error.h"
 #include "raggemm/npy.h"
 #include "raggemm/plan.h"
+#include "raggemm/temp_files.h"
 #include "tune/cpu_info.h"
 
 namespace raggemm {
@@ -257,6 +258,11 @@ void TuneCache::store(const GmmShape& shape, const TuneEntry& entry) {
     if (error) fail("tune_cache", path_, "cannot create directory: " + error.message());
   }
   FileLock lock(path_);
+  // Temp files of writers killed mid-write (every writer takes the lock, so
+  // none of this cache's is being written now; liveness is checked anyway).
+  const std::string file_name = std::filesystem::path(path_).filename().string();
+  remove_stale_temp_files(parent.empty() ? "." : parent.string(),
+                          [&](const std::string& target) { return target == file_name; });
   FileEntries disk;
   const FileState state = read_cache_file(path_, disk);
   std::map<std::string, TuneEntry>& on_disk = disk.entries;

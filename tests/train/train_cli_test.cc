@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "raggemm/error.h"
+#include "raggemm/temp_files.h"
 #include "raggemm/train.h"
 
 namespace raggemm::train {
@@ -278,6 +279,40 @@ TEST(TrainCliTest, ResumeUnderAChangedConfigIsRefused) {
   EXPECT_NE(allowed.text.find("resumed from"), std::string::npos) << allowed.text;
   // The run's config is now the one it continues under.
   EXPECT_NE(file_text(run_dir + "/config.yml").find("seed: 1\n"), std::string::npos);
+}
+
+// Temp files of killed writers are removed by the next run of the same
+// folder, a live writer's are not, and the run says so (issue 16 item 2).
+TEST(TrainCliTest, StaleTempFilesOfKilledWritersAreRemoved) {
+  TempDir dir;
+  const std::string run_dir = dir.str() + "/t";
+  const std::string common = "train " + kBase + " base_output_directory=" + dir.str() +
+                             " run_name=t enable_checkpointing=true checkpoint_period=1" + kSmall;
+  ASSERT_EQ(run(common + " steps=1").status, 0);
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);  // a writer that no longer runs
+  const std::string dead = ".tmp." + std::to_string(child) + ".0123456789abcdef";
+  const std::string stale_checkpoint = run_dir + "/checkpoints/step_00000002.ckpt" + dead;
+  const std::string stale_config = run_dir + "/config.yml" + dead;
+  // This test process is alive: its temp file is a concurrent writer's.
+  const std::string live = atomic_temp_path(run_dir + "/checkpoints/step_00000009.ckpt");
+  for (const std::string& path : {stale_checkpoint, stale_config, live}) {
+    std::ofstream(path) << std::string(4096, 'x');
+  }
+  const Output out = run(common + " steps=2");
+  ASSERT_EQ(out.status, 0) << out.text;
+  EXPECT_FALSE(fs::exists(stale_checkpoint));
+  EXPECT_FALSE(fs::exists(stale_config));
+  EXPECT_TRUE(fs::exists(live));
+  EXPECT_NE(out.text.find("warning: cleanup: removed 1 temp file(s) of writers that no longer run"
+                          " (4.0 KiB) in " + run_dir + "/checkpoints"),
+            std::string::npos)
+      << out.text;
+  EXPECT_NE(out.text.find("in " + run_dir + ", e.g. config.yml.tmp."), std::string::npos)
+      << out.text;
+  // Resumed from the real checkpoint; the temp files were never candidates.
+  EXPECT_NE(out.text.find("step_00000001.ckpt (step 1)"), std::string::npos) << out.text;
 }
 
 // A run resumed from its checkpoint gives bitwise-identical losses.

@@ -14,6 +14,7 @@
 
 #include "raggemm/diagnostics.h"
 #include "raggemm/plan.h"
+#include "raggemm/temp_files.h"
 
 namespace raggemm {
 namespace {
@@ -281,6 +282,28 @@ INSTANTIATE_TEST_SUITE_P(
         BadEntry{"unknown_kernel", {{"m", 8}, {"k", 8}, {"n", 8}, {"kernel", "v9"}, {"buffers", 1}},
                  "v9"}),
     [](const testing::TestParamInfo<BadEntry>& info) { return std::string(info.param.name); });
+
+// A store removes the temp files killed tuners left beside the cache (and
+// not a live writer's, nor another file's).
+TEST(TuneCache, StoreRemovesTempFilesOfKilledWriters) {
+  const std::string dir = fresh_dir();
+  const std::string path = dir + "/cache.json";
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);
+  const std::string stale = path + ".tmp." + std::to_string(child) + ".0123456789abcdef";
+  const std::string other = dir + "/other.json.tmp." + std::to_string(child) + ".0123456789abcdef";
+  const std::string live = atomic_temp_path(path);  // this process: alive
+  for (const std::string& file : {stale, other, live}) write_text(file, "{");
+  take_diagnostics();
+  TuneCache(path).store(shape(Pass::kForward, 64, 64, 64, 2), entry(8, 8, 8, KernelVersion::kV1, 1));
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_TRUE(std::filesystem::exists(other));
+  EXPECT_TRUE(std::filesystem::exists(live));
+  const std::vector<Diagnostic> warnings = take_diagnostics();
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].text.find("removed 1 temp file(s)"), std::string::npos) << warnings[0].text;
+}
 
 TEST(TuneCache, DefaultPathHonoursTheEnvironment) {
   const char* saved_explicit = std::getenv("RAGGEMM_TUNE_CACHE");
