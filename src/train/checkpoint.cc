@@ -26,9 +26,17 @@ uint64_t fnv1a(const uint8_t* data, size_t size) {
 }
 
 std::vector<uint8_t> read_all(const std::string& path) {
+  std::error_code error;
+  require(!std::filesystem::is_directory(path, error), "checkpoint", path,
+          "is a directory, not a checkpoint file");
   std::ifstream in(path, std::ios::binary);
   require(in.good(), "checkpoint", path, "cannot open");
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  try {
+    return std::vector<uint8_t>(std::istreambuf_iterator<char>(in),
+                                std::istreambuf_iterator<char>());
+  } catch (const std::exception& e) {
+    fail("checkpoint", path, std::string("cannot read: ") + e.what());
+  }
 }
 
 struct Parsed {
@@ -94,8 +102,11 @@ void save_checkpoint(const std::string& path, const CheckpointData& data) {
   }
   const uint64_t checksum = fnv1a(bytes.data(), bytes.size() - 8);
   std::memcpy(bytes.data() + bytes.size() - 8, &checksum, 8);
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-  write_file_atomic(path, bytes.data(), bytes.size());
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  std::error_code error;
+  std::filesystem::create_directories(folder, error);
+  if (error) fail("checkpoint", path, "cannot create " + folder.string() + ": " + error.message());
+  write_file_atomic(path, bytes.data(), bytes.size(), "checkpoint");
 }
 
 CheckpointData load_checkpoint(const std::string& path) {

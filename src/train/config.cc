@@ -278,6 +278,9 @@ const std::string& Settings::get(const std::string& key) const {
 }
 
 void Settings::apply_file(const std::string& path) {
+  std::error_code error;
+  require(!std::filesystem::is_directory(path, error), "config", path,
+          "is a directory, not a YAML config file");
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);
@@ -285,6 +288,9 @@ void Settings::apply_file(const std::string& path) {
     fail("config", path, "cannot read the config file");
   } catch (const YAML::Exception& e) {
     fail("config", path, std::string("not valid YAML: ") + e.what());
+  } catch (const std::exception& e) {
+    // An I/O error of the stream (a special file, a failing disk).
+    fail("config", path, std::string("cannot read the config file: ") + e.what());
   }
   if (root.IsNull()) return;
   require(root.IsMap(), "config", path, "expected a map of key: value");

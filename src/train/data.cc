@@ -2,6 +2,7 @@
 #include "train/data.h"
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -148,9 +149,16 @@ class TextDataset : public Dataset {
   TextDataset(const std::string& path, int64_t batch, int64_t length, uint64_t seed,
               DataShard shard)
       : path_(path), batch_(batch), length_(length), seed_(seed), shard_(shard) {
+    std::error_code error;
+    require(!std::filesystem::is_directory(path, error), "dataset_path", path,
+            "is a directory, not a text file");
     std::ifstream in(path, std::ios::binary);
     require(in.good(), "dataset_path", path, "cannot open the text file");
-    bytes_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    try {
+      bytes_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    } catch (const std::exception& e) {
+      fail("dataset_path", path, std::string("cannot read the text file: ") + e.what());
+    }
     require(
         static_cast<int64_t>(bytes_.size()) > length, "dataset_path", path,
         "file holds " + std::to_string(bytes_.size()) + " bytes, fewer than max_target_length + 1");

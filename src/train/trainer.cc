@@ -1,9 +1,13 @@
 // The training loop: data, forward/backward, optimizer, per-step metrics,
 // checkpoints, resume, trace.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -213,6 +217,21 @@ void check_resume_config(const std::string& config_path, const TrainConfig& conf
                               described);
 }
 
+// The run folder, created and writable, or an Error naming
+// base_output_directory (a file in the way, no permission, a read-only disk).
+void prepare_run_folder(const std::string& run_dir, const TrainConfig& config) {
+  std::error_code error;
+  std::filesystem::create_directories(run_dir, error);
+  if (error) {
+    fail("base_output_directory", config.base_output_directory,
+         "cannot create the run folder " + run_dir + ": " + error.message());
+  }
+  if (::access(run_dir.c_str(), W_OK | X_OK) != 0) {
+    fail("base_output_directory", config.base_output_directory,
+         "cannot write in the run folder " + run_dir + ": " + std::strerror(errno));
+  }
+}
+
 // Temp files that killed writers of this run left (a checkpoint's is as
 // large as the model): rank 0 owns the run folder's files, each rank its
 // checkpoint folder. A live writer's temp file is never touched.
@@ -256,7 +275,7 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
 
   TrainResult result;
   result.run_dir = config.run_dir();
-  fs::create_directories(result.run_dir);
+  prepare_run_folder(result.run_dir, config);
   const std::string config_path = (fs::path(result.run_dir) / "config.yml").string();
   // Which checkpoint to resume, and whether the config may resume it, before
   // config.yml is replaced by this invocation's.

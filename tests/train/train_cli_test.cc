@@ -315,6 +315,58 @@ TEST(TrainCliTest, StaleTempFilesOfKilledWritersAreRemoved) {
   EXPECT_NE(out.text.find("step_00000001.ckpt (step 1)"), std::string::npos) << out.text;
 }
 
+// File-system errors name the key or argument (issue 16 item 4).
+TEST(TrainCliTest, FileSystemErrorsNameTheKey) {
+  TempDir dir;
+  fs::create_directories(dir.str() + "/a_folder");
+  const std::string a_file = dir.str() + "/a_file";
+  std::ofstream(a_file) << "x";
+  struct Case {
+    std::string args;
+    std::string error_start;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"train " + dir.str() + "/a_folder/", "error: config=" + dir.str() + "/a_folder/: is a directory"},
+           {"train " + kBase + " steps=1 base_output_directory=" + a_file,
+            "error: base_output_directory=" + a_file + ": cannot create the run folder"},
+           {"train " + kBase + " steps=1 dataset_type=text vocab_size=256 dataset_path=" + dir.str() +
+                "/a_folder base_output_directory=" + dir.str() + "/runs",
+            "error: dataset_path=" + dir.str() + "/a_folder: is a directory"},
+       }) {
+    const Output out = run(c.args);
+    EXPECT_EQ(out.status, 2) << c.args << "\n" << out.text;
+    EXPECT_EQ(out.text.rfind(c.error_start, 0), 0u) << out.text;
+    EXPECT_EQ(std::count(out.text.begin(), out.text.end(), '\n'), 1) << out.text;
+  }
+  if (::geteuid() != 0) {  // root writes anywhere
+    const std::string read_only = dir.str() + "/read_only";
+    fs::create_directories(read_only);
+    fs::permissions(read_only, fs::perms::owner_read | fs::perms::owner_exec);
+    const Output out = run("train " + kBase + " steps=1 base_output_directory=" + read_only);
+    fs::permissions(read_only, fs::perms::owner_all);
+    EXPECT_EQ(out.status, 2) << out.text;
+    EXPECT_EQ(out.text.rfind("error: base_output_directory=" + read_only + ": cannot", 0), 0u)
+        << out.text;
+  }
+}
+
+// A checkpoint path that is a directory is skipped with a warning naming it;
+// the run resumes from the newest real checkpoint.
+TEST(TrainCliTest, CheckpointThatIsADirectoryIsSkipped) {
+  TempDir dir;
+  const std::string common = "train " + kBase + " base_output_directory=" + dir.str() +
+                             " run_name=d enable_checkpointing=true checkpoint_period=1" + kSmall;
+  ASSERT_EQ(run(common + " steps=1").status, 0);
+  const std::string folder = dir.str() + "/d/checkpoints/step_00000005.ckpt";
+  fs::create_directories(folder);
+  const Output out = run(common + " steps=2");
+  ASSERT_EQ(out.status, 0) << out.text;
+  EXPECT_NE(out.text.find("warning: checkpoint: skipping checkpoint=" + folder + ": is a directory"),
+            std::string::npos)
+      << out.text;
+  EXPECT_NE(out.text.find("step_00000001.ckpt (step 1)"), std::string::npos) << out.text;
+}
+
 // A run resumed from its checkpoint gives bitwise-identical losses.
 TEST(TrainCliTest, ResumeIsBitwiseIdentical) {
   TempDir dir;
