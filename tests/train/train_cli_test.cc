@@ -225,6 +225,12 @@ INSTANTIATE_TEST_SUITE_P(
         ImpossibleSize{"layers", "base_num_decoder_layers=4000000000000", "base_num_decoder_layers"}),
     [](const auto& info) { return info.param.name; });
 
+// `raggemm train` of a small checkpointing run `name` in `dir`; append steps=...
+std::string checkpointed_run(const TempDir& dir, const std::string& name) {
+  return "train " + kBase + " base_output_directory=" + dir.str() + " run_name=" + name +
+         " enable_checkpointing=true" + kSmall;
+}
+
 std::string file_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
@@ -236,8 +242,7 @@ std::string file_text(const std::string& path) {
 TEST(TrainCliTest, ResumeUnderAChangedConfigIsRefused) {
   TempDir dir;
   const std::string run_dir = dir.str() + "/r";
-  const std::string common = "train " + kBase + " base_output_directory=" + dir.str() +
-                             " run_name=r enable_checkpointing=true" + kSmall;
+  const std::string common = checkpointed_run(dir, "r");
   ASSERT_EQ(run(common + " steps=2 checkpoint_period=1").status, 0);
   const std::string config_before = file_text(run_dir + "/config.yml");
   const std::string metrics_before = file_text(run_dir + "/metrics.jsonl");
@@ -286,8 +291,7 @@ TEST(TrainCliTest, ResumeUnderAChangedConfigIsRefused) {
 TEST(TrainCliTest, StaleTempFilesOfKilledWritersAreRemoved) {
   TempDir dir;
   const std::string run_dir = dir.str() + "/t";
-  const std::string common = "train " + kBase + " base_output_directory=" + dir.str() +
-                             " run_name=t enable_checkpointing=true checkpoint_period=1" + kSmall;
+  const std::string common = checkpointed_run(dir, "t") + " checkpoint_period=1";
   ASSERT_EQ(run(common + " steps=1").status, 0);
   const pid_t child = fork();
   if (child == 0) _exit(0);
@@ -354,8 +358,7 @@ TEST(TrainCliTest, FileSystemErrorsNameTheKey) {
 // the run resumes from the newest real checkpoint.
 TEST(TrainCliTest, CheckpointThatIsADirectoryIsSkipped) {
   TempDir dir;
-  const std::string common = "train " + kBase + " base_output_directory=" + dir.str() +
-                             " run_name=d enable_checkpointing=true checkpoint_period=1" + kSmall;
+  const std::string common = checkpointed_run(dir, "d") + " checkpoint_period=1";
   ASSERT_EQ(run(common + " steps=1").status, 0);
   const std::string folder = dir.str() + "/d/checkpoints/step_00000005.ckpt";
   fs::create_directories(folder);
