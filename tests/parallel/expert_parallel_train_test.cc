@@ -31,8 +31,14 @@ train::TrainConfig small_config(const std::string& dir, const std::string& run,
                                    "num_experts_per_tok=2",
                                    "learning_rate=0.01",
                                    "warmup_steps_fraction=0.25"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return train::resolve(train::parse_train_arguments(args));
+  train::Settings settings = train::parse_train_arguments(args);
+  // `extra` overrides the keys above: Settings::set keeps the last value,
+  // while a command line (parse_train_arguments) refuses a key given twice.
+  for (const std::string& setting : extra) {
+    const size_t equals = setting.find('=');
+    settings.set(setting.substr(0, equals), setting.substr(equals + 1));
+  }
+  return train::resolve(settings);
 }
 
 std::vector<double> losses(const train::TrainResult& result) {
