@@ -27,6 +27,12 @@ void print_help() {
               << (key.default_value.empty() ? "\"\"" : key.default_value) << "): " << key.help
               << "\n";
   }
+  std::cout << "\naliases (the same key; giving both is a duplicate):\n";
+  for (const train::ConfigKeyAlias& alias : train::config_key_aliases()) {
+    std::cout << "  " << alias.alias << " = " << alias.key << "\n";
+  }
+  std::cout << "\nA key given twice on the command line, or twice in the file, is an error; an\n"
+               "override may change a key of the file.\n";
 }
 
 // The communicator of this launch: MPI when started by mpirun or asked for

@@ -115,5 +115,13 @@ TEST(CliTileLimit, HelpStatesTheLimitTheCheckEnforces) {
   }
 }
 
+TEST(CliTrainHelp, ListsTheAliases) {
+  TempDir dir;
+  const CliResult help = run_cli(dir, {"train", "--help"});
+  ASSERT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("tokamax_gmm_autotune = gmm_autotune"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("allow_config_change_on_resume (default false)"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace raggemm::testing
