@@ -56,6 +56,9 @@ int run_gmm(const std::vector<std::string>& args) {
 
   const OpProblem problem{transpose_rhs ? Pass::kGradLhs : Pass::kForward, rows, depth,
                           rhs.dim(transpose_rhs ? 1 : 2), rhs.dim(0)};
+  // Two small files can multiply into an output no machine holds.
+  require_allocatable("the output [M,N] (M rows of --lhs, N columns of --rhs)",
+                      {{"--lhs", rows}, {"--rhs", problem.n}}, 4);
   GmmOptions options = op_options<GmmOptions>(flags, settings, problem, group_sizes);
   options.transpose_rhs = transpose_rhs;
   const DType dtype = settings.kernel.dtype;

@@ -43,6 +43,10 @@ int run_tgmm(const std::vector<std::string>& args) {
   Tensor group_sizes = load_group_sizes(sizes_path, "--group-sizes", rows, "M (rows of --lhs)");
 
   const OpProblem problem{Pass::kGradRhs, rows, lhs.dim(1), dout.dim(1), group_sizes.dim(0)};
+  // Three small files can multiply into an output no machine holds.
+  require_allocatable("the output [G,K,N] (G of --group-sizes, K of --lhs, N of --dout)",
+                      {{"--group-sizes", problem.groups}, {"--lhs", problem.k}, {"--dout", problem.n}},
+                      4);
   const TgmmOptions options = op_options<TgmmOptions>(flags, settings, problem, group_sizes);
   const DType dtype = settings.kernel.dtype;
   Tensor out = settings.quant

@@ -1,7 +1,8 @@
 // Issue 16 at the CLI: a tune cache whose entries parse but cannot run
 // (gmm, tgmm and plan go on with the heuristic, warn once per entry naming
-// the cache and the entry, plan shows the entry as rejected), and the one
-// tile limit stated in every command's help.
+// the cache and the entry, plan shows the entry as rejected), outputs too
+// large for the machine, and the one tile limit stated in every command's
+// help.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -103,6 +104,34 @@ TEST(CliTuneCache, OutOfRangeEntriesAreSkippedWithOneWarningEach) {
                                   "--groups", std::to_string(kGroups), "--cache", cache});
   ASSERT_EQ(table.exit_code, 0) << table.err;
   EXPECT_EQ(count_of(table.out, "cache entry rejected"), 3u) << table.out;
+}
+
+// Small input files whose dims multiply into an output no machine holds
+// (4 TB here) are refused naming the flags, before allocating (item 3).
+TEST(CliSizes, OutputsTooLargeForTheMachineAreRefused) {
+  TempDir dir;
+  constexpr int64_t kWide = 1000000;
+  write_npy(dir.file("tall.npy"), Tensor(DType::kF32, {kWide, 1}));
+  write_npy(dir.file("wide_rhs.npy"), Tensor(DType::kF32, {1, 1, kWide}));
+  write_npy(dir.file("wide.npy"), Tensor(DType::kF32, {1, kWide}));
+  write_npy(dir.file("one_group.npy"), sizes_tensor({1}));
+  struct Case {
+    std::vector<std::string> args;
+    std::string error_start;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"gmm", "--lhs", "tall.npy", "--rhs", "wide_rhs.npy", "--group-sizes", "one_group.npy",
+             "--out", "o.npy"},
+            "error: --lhs,--rhs=1000000,1000000: the output [M,N]"},
+           {{"tgmm", "--lhs", "wide.npy", "--dout", "wide.npy", "--group-sizes", "one_group.npy",
+             "--out", "o.npy"},
+            "error: --group-sizes,--lhs,--dout=1,1000000,1000000: the output [G,K,N]"}}) {
+    const CliResult result = run_cli(dir, c.args);
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    EXPECT_EQ(result.err.rfind(c.error_start, 0), 0u) << result.err;
+    EXPECT_NE(result.err.find("physical memory"), std::string::npos) << result.err;
+    EXPECT_FALSE(std::filesystem::exists(dir.file("o.npy")));
+  }
 }
 
 TEST(CliTileLimit, HelpStatesTheLimitTheCheckEnforces) {
