@@ -132,8 +132,9 @@ struct ConfigChange {
   std::string current;
 };
 // The trajectory keys whose values differ between two config.yml texts
-// (numbers compare by value: 0.003 == 3e-3), in key order. Keys of `stored`
-// this build does not know are returned in `unknown`.
+// (numbers and booleans compare by value: 0.003 == 3e-3, yes == true), in
+// key order. Keys of `stored` this build does not know are returned in
+// `unknown`.
 std::vector<ConfigChange> trajectory_changes(const std::string& stored_yaml,
                                              const std::string& current_yaml,
                                              std::vector<std::string>* unknown = nullptr);

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <string>
@@ -32,9 +33,19 @@ std::map<std::string, std::string> flat_map(const std::string& yaml, const std::
   return out;
 }
 
-// Equal as written, or both numbers of the same value.
+// The spellings the config parser reads as one boolean.
+std::string as_bool(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (text == "true" || text == "1" || text == "yes") return "true";
+  if (text == "false" || text == "0" || text == "no") return "false";
+  return "";
+}
+
+// Equal as written, both numbers of the same value, or both the same boolean.
 bool same_value(const std::string& a, const std::string& b) {
   if (a == b) return true;
+  if (!as_bool(a).empty() && as_bool(a) == as_bool(b)) return true;
   auto number = [](const std::string& text, double& value) {
     try {
       size_t used = 0;
