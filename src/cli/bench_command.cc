@@ -28,12 +28,14 @@
 #include "cli/bench_runners.h"
 #include "cli/onednn_peer.h"
 #include "cli/peer_child.h"
+#include "cli/target_flag.h"
 #include "cli/command.h"
 #include "cli/common.h"
 #include "cli/compute_flags.h"
 #include "cli/quant_flags.h"
 #include "raggemm/error.h"
 #include "kernels/bandwidth.h"
+#include "kernels/int8_microkernel.h"
 #include "kernels/peak.h"
 #include "raggemm/plan.h"
 #include "tune/cpu_info.h"
@@ -49,6 +51,8 @@ struct BenchFlags {
   std::string dist = "uniform";
   std::string threads, reps = "5", warmup = "1";
   std::string bandwidth_mib = "0";
+  std::string target = "best";
+  std::string int8_kernel = "auto";
   bool json = false;
   bool check = false;
   bool no_roofline = false;
@@ -187,10 +191,19 @@ int run_bench(const std::vector<std::string>& args) {
                "skip the FMA-peak and DRAM-bandwidth probes (no bound_ms)");
   app.add_flag("--no-child-peer", flags.no_child_peer,
                "never run OpenBLAS unrestricted in a child process");
+  app.add_option("--target", flags.target,
+                 "SIMD target of ours: best, or a Highway target this CPU supports (AVX3, AVX2, "
+                 "SSE4, EMU128); the peers dispatch as they do")
+      ->capture_default_str();
+  app.add_option("--int8-kernel", flags.int8_kernel,
+                 "int8 microkernel: auto, AVX512_VNNI, AVX_VNNI, AVX2 or SCALAR")
+      ->capture_default_str();
   app.add_flag("--peer-child", flags.peer_child, "internal: run as the child OpenBLAS peer")
       ->group("");
   parse_command_line(app, args);
 
+  force_simd_target(flags.target, "--target");
+  force_int8_kernel(flags.int8_kernel, "--int8-kernel");
   const BenchOp op = bench::parse_bench_op(flags.op, "op");
   const int64_t m = parse_int(flags.m, "--m", 1, INT32_MAX);
   const int64_t k = parse_int(flags.k, "--k", 1, 1 << 24);
@@ -358,6 +371,7 @@ int run_bench(const std::vector<std::string>& args) {
       {"ours_median_ms", ours_seconds * 1e3},
       {"openblas_loop_median_ms", loop_seconds * 1e3},
       {"openblas_dense_median_ms", dense_seconds * 1e3},
+      {"simd_target", tune::isa_target_name()},
       {"openblas_core", openblas_here.kernel},
       {"peer_dense_best_gflops", bench::gflops(m, k, n, best_dense_seconds)},
       {"peer_loop_best_gflops", bench::gflops(m, k, n, best_loop_seconds)},
@@ -378,6 +392,9 @@ int run_bench(const std::vector<std::string>& args) {
     result["bytes_moved"] = bytes_moved;
     result["bound_ms"] = bound_ms;
     result["roofline_efficiency"] = bound_ms / (ours_seconds * 1e3);
+  }
+  if (quant && *quant == QuantRecipe::kInt8) {
+    result["int8_microkernel"] = kernels::select_int8_microkernel().target;
   }
   if (quant) {
     result["quantize_median_ms"] = quant_times.quantize_seconds * 1e3;

@@ -12,8 +12,13 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/bench_peers.h"
 #include "cli/common.h"
+#include "cli/openblas_core.h"
+#include "cli/target_flag.h"
 #include "kernels/bandwidth.h"
+#include "kernels/int8_microkernel.h"
+#include "kernels/machine_model.h"
 #include "kernels/peak.h"
 #include "tune/cpu_info.h"
 #include "raggemm/error.h"
@@ -30,6 +35,9 @@ int run_peak(std::vector<std::string> args) {
   app.add_option("--target", target, "best, or a Highway target name: AVX3, AVX2, SSE4, EMU128");
   app.add_flag("--json", json, "print one JSON object");
   std::string bandwidth_text = "0";
+  std::string int8_kernel = "auto";
+  app.add_option("--int8-kernel", int8_kernel,
+                 "int8 microkernel to report as selected: auto, AVX512_VNNI, AVX_VNNI, AVX2, SCALAR");
   bool no_bandwidth = false;
   app.add_option("--bandwidth-mib", bandwidth_text,
                  "DRAM probe buffer in MiB (0: 8 x L3, within 256 MiB..1 GiB)");
@@ -38,14 +46,8 @@ int run_peak(std::vector<std::string> args) {
   int threads = static_cast<int>(parse_int(threads_text, "--threads", 0, 1024));
   if (threads == 0) threads = omp_get_max_threads();
   const int64_t bandwidth_mib = parse_int(bandwidth_text, "--bandwidth-mib", 0, 1 << 16);
-  if (target != "best") {
-    int64_t chosen = 0;
-    for (int64_t bit = 1; bit > 0 && bit <= hwy::SupportedTargets(); bit <<= 1) {
-      if ((hwy::SupportedTargets() & bit) && target == hwy::TargetName(bit)) chosen = bit;
-    }
-    require(chosen != 0, "--target", target, "not a Highway target this CPU supports");
-    hwy::SetSupportedTargetsForTest(chosen);
-  }
+  force_simd_target(target, "--target");
+  force_int8_kernel(int8_kernel, "--int8-kernel");
   const kernels::PeakRates rates = kernels::measure_peaks(threads, 3, true);
   const double fma_gflops = rates.fma_gflops, uk_gflops = rates.microkernel_gflops;
   // DRAM read bandwidth for every thread count up to `threads`: the memory
@@ -64,6 +66,27 @@ int run_peak(std::vector<std::string> args) {
                                   {"fma_peak_gflops", fma_gflops},
                                   {"microkernel_target", rates.microkernel_target},
                                   {"microkernel_gflops", uk_gflops}};
+    // The machine as the heuristic sees it, and what the peers run here:
+    // the facts a docs/performance.md section names (read, not written).
+    const kernels::MachineModel model = kernels::this_machine_model(threads);
+    nlohmann::ordered_json int8 = nlohmann::ordered_json::array();
+    for (const kernels::Int8Microkernel& uk : kernels::int8_microkernels()) int8.push_back(uk.target);
+    out["machine"] = {{"cpu_model", model.cpu_model},
+                      {"l1d", model.caches.l1d},
+                      {"l2", model.caches.l2},
+                      {"l3", model.caches.l3},
+                      {"l3_sharing_cpus", model.l3_sharing_cpus},
+                      {"line_bytes", model.line_bytes},
+                      {"isa", model.isa},
+                      {"mr", model.mr},
+                      {"nr", model.nr},
+                      {"vector_bytes", model.vector_bytes},
+                      {"cores", model.cores},
+                      {"int8_microkernels", int8},
+                      {"int8_selected", kernels::select_int8_microkernel().target},
+                      {"openblas_core", openblas_core_name()},
+                      {"openblas_best_core_for_cpu", best_openblas_core_for_cpu()},
+                      {"openblas_coretype_env", bench::openblas_restriction()}};
     if (!no_bandwidth) {
       nlohmann::ordered_json per_threads = nlohmann::ordered_json::array();
       for (size_t t = 0; t < bandwidth_gbps.size(); ++t) {
