@@ -25,34 +25,32 @@ Rows rows_of(const PeerOperands& p) {
   return rows;
 }
 
+// sum_i x[i * x_step] * y[i * y_step] in f64.
+double dot(const float* x, int64_t x_step, const float* y, int64_t y_step, int64_t count) {
+  double sum = 0;
+  for (int64_t i = 0; i < count; ++i) sum += double(x[i * x_step]) * y[i * y_step];
+  return sum;
+}
+
 // Element `index` of the exact output, in f64.
 double reference(const PeerOperands& p, const Rows& rows, bool dense, int64_t index) {
   const int64_t k = p.k, n = p.n;
-  double sum = 0;
-  switch (p.op) {
-    case BenchOp::kGmm: {  // out[r, j] = sum_c a[r, c] b[g, c, j]
-      const int64_t r = index / n, j = index % n;
-      const int64_t g = dense ? 0 : rows.group_of_row[r];
-      if (g < 0) return 0;
-      for (int64_t c = 0; c < k; ++c) sum += double(p.a[r * k + c]) * p.b[(g * k + c) * n + j];
-      return sum;
-    }
-    case BenchOp::kDlhs: {  // out[r, c] = sum_j a[r, j] b[g, c, j]
-      const int64_t r = index / k, c = index % k;
-      const int64_t g = dense ? 0 : rows.group_of_row[r];
-      if (g < 0) return 0;
-      for (int64_t j = 0; j < n; ++j) sum += double(p.a[r * n + j]) * p.b[(g * k + c) * n + j];
-      return sum;
-    }
-    case BenchOp::kTgmm: {  // out[g, c, j] = sum_{r in g} a[r, c] b[r, j]
-      const int64_t g = index / (k * n), c = index / n % k, j = index % n;
-      const int64_t begin = dense ? 0 : rows.first_row[g];
-      const int64_t end = dense ? p.m : rows.first_row[g + 1];
-      for (int64_t r = begin; r < end; ++r) sum += double(p.a[r * k + c]) * p.b[r * n + j];
-      return sum;
-    }
+  if (p.op == BenchOp::kTgmm) {  // out[g, c, j] = sum_{r in g} a[r, c] b[r, j]
+    const int64_t g = index / (k * n), c = index / n % k, j = index % n;
+    const int64_t begin = dense ? 0 : rows.first_row[g];
+    const int64_t end = dense ? p.m : rows.first_row[g + 1];
+    return dot(p.a + begin * k + c, k, p.b + begin * n + j, n, end - begin);
   }
-  return 0;
+  // gmm: out[r, j] = sum_c a[r, c] b[g, c, j]; dlhs: out[r, c] = sum_j a[r, j] b[g, c, j].
+  const bool gmm = p.op == BenchOp::kGmm;
+  const int64_t width = gmm ? n : k, depth = gmm ? k : n;
+  const int64_t a_row = gmm ? k : n;
+  const int64_t r = index / width, col = index % width;
+  const int64_t g = dense ? 0 : rows.group_of_row[r];
+  if (g < 0) return 0;
+  const float* weights = p.b + g * k * n;
+  // gmm walks a column of b[g] (stride N); dlhs a row of it (stride 1).
+  return dot(p.a + r * a_row, 1, gmm ? weights + col : weights + col * n, gmm ? n : 1, depth);
 }
 
 }  // namespace

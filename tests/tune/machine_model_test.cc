@@ -41,6 +41,17 @@ MachineModel load_machine(const std::string& name) {
 
 constexpr int64_t kF32 = 4;
 
+GmmShape table_shape(Pass pass, int64_t k, int64_t n, int64_t groups, std::vector<int32_t> sizes) {
+  GmmShape shape;
+  shape.pass = pass;
+  shape.m = 4096;
+  shape.k = k;
+  shape.n = n;
+  shape.groups = groups;
+  shape.group_sizes = std::move(sizes);
+  return shape;
+}
+
 struct Plan {
   Pass pass;
   Tiles extents, tiles;
@@ -92,13 +103,7 @@ TEST_P(RecordedMachine, PlannedWorkingSetsFitTheCaches) {
         for (Pass pass : kAllPasses) {
           for (std::optional<KernelVersion> kernel :
                {std::optional<KernelVersion>(), std::optional(KernelVersion::kV1)}) {
-            GmmShape shape;
-            shape.pass = pass;
-            shape.m = 4096;
-            shape.k = k;
-            shape.n = n;
-            shape.groups = groups;
-            shape.group_sizes = sizes;
+            const GmmShape shape = table_shape(pass, k, n, groups, sizes);
             const Plan plan{pass, kernel_extents(shape), heuristic(shape, machine, kernel).tiles};
             expect_fits(machine, plan,
                         GetParam() + " " + pass_name(pass) + " K=" + std::to_string(k) +
@@ -127,12 +132,7 @@ INSTANTIATE_TEST_SUITE_P(Machines, RecordedMachine,
 TEST(RecordedMachines, SmallerCachesNeverGiveLargerWorkingSets) {
   const MachineModel zen3 = load_machine("zen3-avx2"), zen5 = load_machine("zen5-avx512");
   for (Pass pass : kAllPasses) {
-    GmmShape shape;
-    shape.pass = pass;
-    shape.m = 4096;
-    shape.k = 1024;
-    shape.n = 1024;
-    shape.groups = 32;
+    const GmmShape shape = table_shape(pass, 1024, 1024, 32, {});
     const Tiles small = heuristic(shape, zen3).tiles, large = heuristic(shape, zen5).tiles;
     EXPECT_LE(small.m * small.k, large.m * large.k) << pass_name(pass);
   }
