@@ -90,6 +90,9 @@ key=$(sed -n '1s/<!-- machine: \(.*\) -->/\1/p' "$out/section.md")
 python3 bench/performance_report.py merge docs/performance.md "$out/section.md" >docs/performance.md.tmp
 mkdir -p docs/performance_cases
 cp "$out/cases.jsonl" "docs/performance_cases/$key.jsonl.tmp"
+# The probes too, so the section can be rendered again from the files alone.
+cat "$out/peak1.jsonl" "$out/peak.jsonl" >"docs/performance_cases/$key.peak.jsonl.tmp"
 mv docs/performance.md.tmp docs/performance.md
 mv "docs/performance_cases/$key.jsonl.tmp" "docs/performance_cases/$key.jsonl"
+mv "docs/performance_cases/$key.peak.jsonl.tmp" "docs/performance_cases/$key.peak.jsonl"
 echo "wrote the section $key of docs/performance.md and docs/performance_cases/$key.jsonl"
