@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ clang libclang-rt-14-dev pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev libhwy-dev libomp-dev
-  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libopenblas-dev
+  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libopenblas-dev libdnnl-dev
   python3-venv valgrind gnuplot-nox openmpi-bin libopenmpi-dev
 )
 missing=()

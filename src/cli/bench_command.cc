@@ -1,5 +1,5 @@
-// raggemm bench: times one grouped-matmul pass against two OpenBLAS peers in
-// the same run.
+// raggemm bench: times one grouped-matmul pass against its peers (OpenBLAS,
+// oneDNN: each a per-group loop and one dense product) in the same run.
 //
 //   raggemm bench {gmm,dlhs,tgmm} --m M --k K --n N --groups G
 //       --dist uniform|zipf:S|empty:F --dtype f32|bf16|int8|fp8_e4m3 --kernel v1|v2
@@ -10,7 +10,11 @@
 // read right after it, before any buffer that only the peers need exists;
 // so peak_rss_mib bounds what ours needs (inputs, output, workspace, the
 // binary). The peers then run in f32 on the same values (bf16 inputs are
-// widened), with OpenBLAS on the same thread count.
+// widened), on the same thread count, each at its best here
+// (cli/bench_peers.h): oneDNN, OpenBLAS as loaded, and OpenBLAS lifted to
+// the CPU's best core in a child process when the environment restricts it.
+// Then the roofline probes (FMA peak, DRAM read bandwidth) run, so
+// bound_ms and roofline_efficiency compare with this machine as it is now.
 #include <omp.h>
 #include <sys/resource.h>
 
@@ -19,14 +23,22 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/bench_peers.h"
 #include "cli/bench_problem.h"
 #include "cli/bench_runners.h"
+#include "cli/onednn_peer.h"
+#include "cli/peer_child.h"
+#include "cli/target_flag.h"
 #include "cli/command.h"
 #include "cli/common.h"
 #include "cli/compute_flags.h"
 #include "cli/quant_flags.h"
 #include "raggemm/error.h"
+#include "kernels/bandwidth.h"
+#include "kernels/int8_microkernel.h"
+#include "kernels/peak.h"
 #include "raggemm/plan.h"
+#include "tune/cpu_info.h"
 
 namespace raggemm::cli {
 namespace {
@@ -38,8 +50,14 @@ struct BenchFlags {
   std::string m = "4096", k = "1024", n = "1024", groups = "8";
   std::string dist = "uniform";
   std::string threads, reps = "5", warmup = "1";
+  std::string bandwidth_mib = "0";
+  std::string target = "best";
+  std::string int8_kernel = "auto";
   bool json = false;
   bool check = false;
+  bool no_roofline = false;
+  bool no_child_peer = false;
+  bool peer_child = false;  // internal: this process is the unrestricted OpenBLAS peer
 };
 
 double peak_rss_mib() {
@@ -90,6 +108,58 @@ std::string tiles_text(const Tiles& tiles) {
   return std::to_string(tiles.m) + "," + std::to_string(tiles.k) + "," + std::to_string(tiles.n);
 }
 
+// Bytes a case must move at least: every operand read once in its storage
+// type (f32 4, bf16 2, int8 and fp8 1 byte per element) and the f32 output
+// written once.
+double roofline_bytes(BenchOp op, int64_t m, int64_t k, int64_t n, int64_t groups,
+                      const std::string& dtype) {
+  const double element = dtype == "f32" ? 4 : dtype == "bf16" ? 2 : 1;
+  const bench::BenchShapes shapes = bench::bench_shapes(op, m, k, n, groups);
+  auto count = [](const Shape& shape) {
+    double total = 1;
+    for (int64_t d : shape) total *= double(d);
+    return total;
+  };
+  return element * (count(shapes.a) + count(shapes.b)) + 4.0 * count(shapes.out);
+}
+
+nlohmann::ordered_json peers_json(const std::vector<bench::PeerResult>& peers, int64_t m,
+                                  int64_t k, int64_t n) {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const bench::PeerResult& p : peers) {
+    nlohmann::ordered_json entry = {{"name", p.name},
+                                    {"kernel", p.kernel},
+                                    {"dense_gflops", bench::gflops(m, k, n, p.dense_seconds)},
+                                    {"loop_gflops", bench::gflops(m, k, n, p.loop_seconds)},
+                                    {"checked", p.trusted()},
+                                    {"child_process", p.child_process}};
+    if (!p.restricted_by.empty()) entry["restricted_by"] = p.restricted_by;
+    list.push_back(entry);
+  }
+  return list;
+}
+
+// The child process of an unrestricted OpenBLAS peer (cli/peer_child.h):
+// the same inputs as the parent (same seeds, bf16 values widened), OpenBLAS
+// alone, one JSON line out.
+int run_peer_child(BenchOp op, int64_t m, int64_t k, int64_t n, int64_t groups,
+                   const std::vector<int32_t>& sizes, DType storage, int threads, int warmup,
+                   int reps) {
+  const bench::BenchShapes shapes = bench::bench_shapes(op, m, k, n, groups);
+  bench::set_blas_threads(threads);
+  Tensor a32 = widened_to_f32(random_tensor(shapes.a, storage, 1));
+  Tensor b32 = widened_to_f32(random_tensor(shapes.b, storage, 2));
+  Tensor loop_out(DType::kF32, shapes.out);
+  Tensor dense_out(DType::kF32, {bench::dense_out_elements(op, m, k, n)});
+  bench::PeerOperands peer{
+      op, m, k, n, &sizes, a32.as<float>(), b32.as<float>(), loop_out.as<float>()};
+  bench::PeerResult result =
+      bench::time_openblas(peer, loop_out.as<float>(), dense_out.as<float>(), warmup, reps);
+  result.restricted_by.clear();  // the parent set the variable to lift a restriction
+  std::cout << bench::peer_to_json(result).dump() << "\n";
+  return 0;
+}
+
 int run_bench(const std::vector<std::string>& args) {
   CLI::App app{
       "Times a grouped-matmul pass (ours) against a per-group OpenBLAS sgemm loop and one "
@@ -114,8 +184,26 @@ int run_bench(const std::vector<std::string>& args) {
                "compare ours with the OpenBLAS loop (relative error; exit 1 above 1e-4)");
   bool no_cache = false;
   add_no_cache_flag(app, no_cache);
+  app.add_option("--bandwidth-mib", flags.bandwidth_mib,
+                 "DRAM probe buffer for the roofline in MiB (0: 8 x L3, within 256 MiB..1 GiB)")
+      ->capture_default_str();
+  app.add_flag("--no-roofline", flags.no_roofline,
+               "skip the FMA-peak and DRAM-bandwidth probes (no bound_ms)");
+  app.add_flag("--no-child-peer", flags.no_child_peer,
+               "never run OpenBLAS unrestricted in a child process");
+  app.add_option("--target", flags.target,
+                 "SIMD target of ours: best, or a Highway target this CPU supports (AVX3, AVX2, "
+                 "SSE4, EMU128); the peers dispatch as they do")
+      ->capture_default_str();
+  app.add_option("--int8-kernel", flags.int8_kernel,
+                 "int8 microkernel: auto, AVX512_VNNI, AVX_VNNI, AVX2 or SCALAR")
+      ->capture_default_str();
+  app.add_flag("--peer-child", flags.peer_child, "internal: run as the child OpenBLAS peer")
+      ->group("");
   parse_command_line(app, args);
 
+  force_simd_target(flags.target, "--target");
+  force_int8_kernel(flags.int8_kernel, "--int8-kernel");
   const BenchOp op = bench::parse_bench_op(flags.op, "op");
   const int64_t m = parse_int(flags.m, "--m", 1, INT32_MAX);
   const int64_t k = parse_int(flags.k, "--k", 1, 1 << 24);
@@ -136,6 +224,10 @@ int run_bench(const std::vector<std::string>& args) {
   const int warmup = static_cast<int>(parse_int(flags.warmup, "--warmup", 0, 1000));
 
   const std::vector<int32_t> sizes = bench::draw_group_sizes(m, groups, dist);
+  if (flags.peer_child) {
+    return run_peer_child(op, m, k, n, groups, sizes, quant ? DType::kF32 : settings.dtype,
+                          threads, warmup, reps);
+  }
   settings.threads = threads;  // the heuristic shares the caches between these
   const ResolvedPassConfig::Sources source = resolve_unset(
       {pass, m, dlhs ? n : k, dlhs ? k : n, groups}, sizes, quant.has_value(), no_cache, settings);
@@ -169,18 +261,81 @@ int run_bench(const std::vector<std::string>& args) {
 
   // The peers, in f32 on the same values.
   bench::set_blas_threads(threads);
+  omp_set_num_threads(threads);  // oneDNN's OpenMP team
   Tensor a32 = quant ? random_tensor(shapes.a, DType::kF32, 1) : widened_to_f32(a);
   Tensor b32 = quant ? random_tensor(shapes.b, DType::kF32, 2) : widened_to_f32(b);
   Tensor loop_out(DType::kF32, shapes.out);
+  Tensor dense_out(DType::kF32, {bench::dense_out_elements(op, m, k, n)});
   bench::PeerOperands peer{
       op, m, k, n, &sizes, a32.as<float>(), b32.as<float>(), loop_out.as<float>()};
-  const double loop_seconds =
-      bench::median_seconds([&] { bench::run_openblas_loop(peer); }, warmup, reps);
-  Tensor dense_out(DType::kF32, {bench::dense_out_elements(op, m, k, n)});
-  bench::PeerOperands dense = peer;
-  dense.out = dense_out.as<float>();
-  const double dense_seconds =
-      bench::median_seconds([&] { bench::run_openblas_dense(dense); }, warmup, reps);
+  std::vector<bench::PeerResult> peers;
+  std::vector<std::string> peer_notes;
+  // oneDNN first: the OpenBLAS loop's output stays in loop_out for --check.
+  if (bench::onednn_available()) {
+    peers.push_back(bench::time_onednn(peer, loop_out.as<float>(), dense_out.as<float>(),
+                                       warmup, reps));
+  } else {
+    peer_notes.push_back("no oneDNN in this build");
+  }
+  peers.push_back(
+      bench::time_openblas(peer, loop_out.as<float>(), dense_out.as<float>(), warmup, reps));
+  const bench::PeerResult openblas_here = peers.back();  // a copy: peers grows
+  const double loop_seconds = openblas_here.loop_seconds;
+  const double dense_seconds = openblas_here.dense_seconds;
+  const std::string lift_to = flags.no_child_peer ? "" : bench::openblas_core_to_lift_to();
+  if (!lift_to.empty()) {
+    std::vector<std::string> child_args = args;
+    child_args.push_back("--peer-child");
+    const ChildResult child = run_self(child_args, "OPENBLAS_CORETYPE", lift_to);
+    std::string why;
+    try {
+      if (child.exit_code != 0) throw std::runtime_error("exit status " +
+                                                         std::to_string(child.exit_code));
+      bench::PeerResult lifted = bench::peer_from_json(nlohmann::json::parse(child.out));
+      if (lifted.trusted()) {
+        peers.push_back(lifted);
+      } else {
+        why = "computed wrong (sampled relative error " + std::to_string(lifted.loop_check) +
+              " loop, " + std::to_string(lifted.dense_check) + " dense)";
+      }
+    } catch (const std::exception& e) {
+      if (why.empty()) why = std::string("failed: ") + e.what();
+    }
+    if (!why.empty()) {
+      peer_notes.push_back("openblas with OPENBLAS_CORETYPE=" + lift_to + " " + why +
+                           "; kept the restricted one (" + openblas_here.kernel + ")");
+    }
+  }
+  double best_loop_seconds = 0, best_dense_seconds = 0;
+  for (const bench::PeerResult& p : peers) {
+    if (!p.trusted()) {
+      peer_notes.push_back(p.name + " (" + p.kernel + ") computed wrong; not counted as best");
+      continue;
+    }
+    if (best_loop_seconds == 0 || p.loop_seconds < best_loop_seconds) {
+      best_loop_seconds = p.loop_seconds;
+    }
+    if (best_dense_seconds == 0 || p.dense_seconds < best_dense_seconds) {
+      best_dense_seconds = p.dense_seconds;
+    }
+  }
+
+  // The roofline of this case, probed in the same run: the FMA peak at this
+  // thread count and the DRAM read bandwidth.
+  double fma_peak_gflops = 0, dram_gbps = 0;
+  if (!flags.no_roofline) {
+    fma_peak_gflops = kernels::measure_peaks(threads, 2, false).fma_gflops;
+    const int64_t mib = parse_int(flags.bandwidth_mib, "--bandwidth-mib", 0, 1 << 16);
+    const int64_t probe_bytes =
+        mib > 0 ? mib * 1024 * 1024 : kernels::dram_probe_bytes(tune::cache_sizes().l3);
+    dram_gbps = kernels::measure_read_bandwidth(probe_bytes, threads, 3);
+  }
+  const double bytes_moved = roofline_bytes(op, m, k, n, groups, dtype_text);
+  const double flops = 2.0 * double(m) * double(k) * double(n);
+  const double bound_ms =
+      fma_peak_gflops > 0 && dram_gbps > 0
+          ? std::max(flops / (fma_peak_gflops * 1e9), bytes_moved / (dram_gbps * 1e9)) * 1e3
+          : 0;
 
   const double ours_gflops = bench::gflops(m, k, n, ours_seconds);
   const double loop_gflops = bench::gflops(m, k, n, loop_seconds);
@@ -217,6 +372,13 @@ int run_bench(const std::vector<std::string>& args) {
       {"ours_median_ms", ours_seconds * 1e3},
       {"openblas_loop_median_ms", loop_seconds * 1e3},
       {"openblas_dense_median_ms", dense_seconds * 1e3},
+      {"simd_target", tune::isa_target_name()},
+      {"openblas_core", openblas_here.kernel},
+      {"peer_dense_best_gflops", bench::gflops(m, k, n, best_dense_seconds)},
+      {"peer_loop_best_gflops", bench::gflops(m, k, n, best_loop_seconds)},
+      {"ratio_vs_best_dense", ours_gflops / bench::gflops(m, k, n, best_dense_seconds)},
+      {"ratio_vs_best_loop", ours_gflops / bench::gflops(m, k, n, best_loop_seconds)},
+      {"peers", peers_json(peers, m, k, n)},
       {"peak_rss_mib", ours_rss_mib},
       {"tensors_mib", tensors_mib},
       {"peak_rss_total_mib", peak_rss_mib()},
@@ -224,6 +386,17 @@ int run_bench(const std::vector<std::string>& args) {
       {"min_group", smallest_group},
       {"max_group", largest_group},
   };
+  if (!peer_notes.empty()) result["peer_notes"] = peer_notes;
+  if (bound_ms > 0) {
+    result["fma_peak_gflops"] = fma_peak_gflops;
+    result["dram_read_gbps"] = dram_gbps;
+    result["bytes_moved"] = bytes_moved;
+    result["bound_ms"] = bound_ms;
+    result["roofline_efficiency"] = bound_ms / (ours_seconds * 1e3);
+  }
+  if (quant && *quant == QuantRecipe::kInt8) {
+    result["int8_microkernel"] = kernels::select_int8_microkernel().target;
+  }
   if (quant) {
     result["quantize_median_ms"] = quant_times.quantize_seconds * 1e3;
     result["kernel_median_ms"] = quant_times.kernel_seconds * 1e3;
@@ -255,8 +428,26 @@ int run_bench(const std::vector<std::string>& args) {
     std::printf("  %-16s %12.3f %10.1f\n", "ours", ours_seconds * 1e3, ours_gflops);
     std::printf("  %-16s %12.3f %10.1f\n", "openblas loop", loop_seconds * 1e3, loop_gflops);
     std::printf("  %-16s %12.3f %10.1f\n", "openblas dense", dense_seconds * 1e3, dense_gflops);
+    for (const bench::PeerResult& p : peers) {
+      std::printf("  %-16s %12.3f %10.1f   dense %.3f ms %.1f GFLOP/s  [%s%s%s]\n",
+                  (p.name + " loop").c_str(), p.loop_seconds * 1e3,
+                  bench::gflops(m, k, n, p.loop_seconds), p.dense_seconds * 1e3,
+                  bench::gflops(m, k, n, p.dense_seconds), p.kernel.c_str(),
+                  p.restricted_by.empty() ? "" : ", ", p.restricted_by.c_str());
+    }
     std::printf("ratio vs loop %.3f, ratio vs dense %.3f\n", ours_gflops / loop_gflops,
                 ours_gflops / dense_gflops);
+    std::printf("ratio vs best loop %.3f, ratio vs best dense %.3f\n",
+                ours_gflops / bench::gflops(m, k, n, best_loop_seconds),
+                ours_gflops / bench::gflops(m, k, n, best_dense_seconds));
+    for (const std::string& note : peer_notes) std::printf("peer note: %s\n", note.c_str());
+    if (bound_ms > 0) {
+      std::printf(
+          "roofline: fma peak %.1f GFLOP/s, dram read %.1f GB/s, %.1f MB moved: bound %.3f ms, "
+          "efficiency %.2f\n",
+          fma_peak_gflops, dram_gbps, bytes_moved / 1e6, bound_ms,
+          bound_ms / (ours_seconds * 1e3));
+    }
     std::printf("peak RSS during ours %.1f MiB (tensors %.1f MiB), whole run %.1f MiB\n",
                 ours_rss_mib, tensors_mib, peak_rss_mib());
     if (quant) {

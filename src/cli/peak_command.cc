@@ -1,6 +1,7 @@
-// raggemm peak: this machine's fp32 FMA peak (registers only) and the
+// raggemm peak: this machine's fp32 FMA peak (registers only), the
 // microkernel's throughput on L1-resident panels, per thread and in total,
-// for the best Highway target or a forced one. The benchmark reports quote
+// for the best Highway target or a forced one, and the DRAM read bandwidth
+// for each thread count up to --threads. The benchmark reports quote
 // their GFLOP/s against these figures.
 #include <hwy/targets.h>
 #include <omp.h>
@@ -8,10 +9,18 @@
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "cli/command.h"
+#include "cli/bench_peers.h"
 #include "cli/common.h"
+#include "cli/openblas_core.h"
+#include "cli/target_flag.h"
+#include "kernels/bandwidth.h"
+#include "kernels/int8_microkernel.h"
+#include "kernels/machine_model.h"
 #include "kernels/peak.h"
+#include "tune/cpu_info.h"
 #include "raggemm/error.h"
 
 namespace raggemm::cli {
@@ -25,60 +34,79 @@ int run_peak(std::vector<std::string> args) {
   app.add_option("--threads", threads_text, "threads (0: OpenMP default)");
   app.add_option("--target", target, "best, or a Highway target name: AVX3, AVX2, SSE4, EMU128");
   app.add_flag("--json", json, "print one JSON object");
+  std::string bandwidth_text = "0";
+  std::string int8_kernel = "auto";
+  app.add_option("--int8-kernel", int8_kernel,
+                 "int8 microkernel to report as selected: auto, AVX512_VNNI, AVX_VNNI, AVX2, SCALAR");
+  bool no_bandwidth = false;
+  app.add_option("--bandwidth-mib", bandwidth_text,
+                 "DRAM probe buffer in MiB (0: 8 x L3, within 256 MiB..1 GiB)");
+  app.add_flag("--no-bandwidth", no_bandwidth, "skip the DRAM read-bandwidth probe");
   parse_command_line(app, args);
   int threads = static_cast<int>(parse_int(threads_text, "--threads", 0, 1024));
   if (threads == 0) threads = omp_get_max_threads();
-  if (target != "best") {
-    int64_t chosen = 0;
-    for (int64_t bit = 1; bit > 0 && bit <= hwy::SupportedTargets(); bit <<= 1) {
-      if ((hwy::SupportedTargets() & bit) && target == hwy::TargetName(bit)) chosen = bit;
+  const int64_t bandwidth_mib = parse_int(bandwidth_text, "--bandwidth-mib", 0, 1 << 16);
+  force_simd_target(target, "--target");
+  force_int8_kernel(int8_kernel, "--int8-kernel");
+  const kernels::PeakRates rates = kernels::measure_peaks(threads, 3, true);
+  const double fma_gflops = rates.fma_gflops, uk_gflops = rates.microkernel_gflops;
+  // DRAM read bandwidth for every thread count up to `threads`: the memory
+  // side of the benchmarks' roofline (docs/performance.md).
+  const int64_t probe_bytes = bandwidth_mib > 0 ? bandwidth_mib * 1024 * 1024
+                                                : kernels::dram_probe_bytes(tune::cache_sizes().l3);
+  std::vector<double> bandwidth_gbps;
+  if (!no_bandwidth) {
+    for (int t = 1; t <= threads; ++t) {
+      bandwidth_gbps.push_back(kernels::measure_read_bandwidth(probe_bytes, t, 3));
     }
-    require(chosen != 0, "--target", target, "not a Highway target this CPU supports");
-    hwy::SetSupportedTargetsForTest(chosen);
-  }
-  const char* fma_target = "";
-  const char* uk_target = "";
-  // Best of three rounds, each started together behind a barrier: one thread
-  // descheduled for a moment (or started late) would otherwise stretch the
-  // slowest thread's time, which is what the aggregate rate divides by.
-  double fma_gflops = 0, uk_gflops = 0;
-  for (int round = 0; round < 3; ++round) {
-    double fma_flops = 0, fma_seconds = 0, uk_flops = 0, uk_seconds = 0;
-#pragma omp parallel num_threads(threads) reduction(+ : fma_flops, uk_flops) \
-    reduction(max : fma_seconds, uk_seconds)
-    {
-      kernels::measure_fma_peak(2000000);  // warm-up: clocks ramp, caches fill
-#pragma omp barrier
-      const kernels::PeakResult fma = kernels::measure_fma_peak(20000000);
-      kernels::measure_microkernel_peak(2000, 256);
-#pragma omp barrier
-      const kernels::PeakResult uk = kernels::measure_microkernel_peak(20000, 256);
-      fma_flops += fma.flops;
-      fma_seconds = fma.seconds;
-      uk_flops += uk.flops;
-      uk_seconds = uk.seconds;
-#pragma omp critical
-      {
-        fma_target = fma.target;
-        uk_target = uk.target;
-      }
-    }
-    fma_gflops = std::max(fma_gflops, fma_flops / fma_seconds / 1e9);
-    uk_gflops = std::max(uk_gflops, uk_flops / uk_seconds / 1e9);
   }
   if (json) {
-    nlohmann::json out = {{"threads", threads},
-                          {"fma_target", fma_target},
-                          {"fma_peak_gflops", fma_gflops},
-                          {"microkernel_target", uk_target},
-                          {"microkernel_gflops", uk_gflops}};
+    nlohmann::ordered_json out = {{"threads", threads},
+                                  {"fma_target", rates.fma_target},
+                                  {"fma_peak_gflops", fma_gflops},
+                                  {"microkernel_target", rates.microkernel_target},
+                                  {"microkernel_gflops", uk_gflops}};
+    // The machine as the heuristic sees it, and what the peers run here:
+    // the facts a docs/performance.md section names (read, not written).
+    const kernels::MachineModel model = kernels::this_machine_model(threads);
+    nlohmann::ordered_json int8 = nlohmann::ordered_json::array();
+    for (const kernels::Int8Microkernel& uk : kernels::int8_microkernels()) int8.push_back(uk.target);
+    out["machine"] = {{"cpu_model", model.cpu_model},
+                      {"l1d", model.caches.l1d},
+                      {"l2", model.caches.l2},
+                      {"l3", model.caches.l3},
+                      {"l3_sharing_cpus", model.l3_sharing_cpus},
+                      {"line_bytes", model.line_bytes},
+                      {"isa", model.isa},
+                      {"mr", model.mr},
+                      {"nr", model.nr},
+                      {"vector_bytes", model.vector_bytes},
+                      {"cores", model.cores},
+                      {"int8_microkernels", int8},
+                      {"int8_selected", kernels::select_int8_microkernel().target},
+                      {"openblas_core", openblas_core_name()},
+                      {"openblas_best_core_for_cpu", best_openblas_core_for_cpu()},
+                      {"openblas_coretype_env", bench::openblas_restriction()}};
+    if (!no_bandwidth) {
+      nlohmann::ordered_json per_threads = nlohmann::ordered_json::array();
+      for (size_t t = 0; t < bandwidth_gbps.size(); ++t) {
+        per_threads.push_back({{"threads", t + 1}, {"gbps", bandwidth_gbps[t]}});
+      }
+      out["dram_probe_mib"] = probe_bytes / (1024 * 1024);
+      out["dram_read_gbps"] = per_threads;
+    }
     std::printf("%s\n", out.dump().c_str());
   } else {
     std::printf("threads %d\n", threads);
-    std::printf("fma peak (%s, registers only): %.1f GFLOP/s (%.1f per thread)\n", fma_target,
-                fma_gflops, fma_gflops / threads);
+    std::printf("fma peak (%s, registers only): %.1f GFLOP/s (%.1f per thread)\n",
+                rates.fma_target, fma_gflops, fma_gflops / threads);
     std::printf("microkernel (%s, L1-resident panels): %.1f GFLOP/s (%.1f%% of fma peak)\n",
-                uk_target, uk_gflops, 100.0 * uk_gflops / fma_gflops);
+                rates.microkernel_target, uk_gflops, 100.0 * uk_gflops / fma_gflops);
+    for (size_t t = 0; t < bandwidth_gbps.size(); ++t) {
+      std::printf("dram read bandwidth (%lld MiB buffer), %zu thread%s: %.1f GB/s\n",
+                  (long long)(probe_bytes / (1024 * 1024)), t + 1, t ? "s" : "",
+                  bandwidth_gbps[t]);
+    }
   }
   return 0;
 }

@@ -2,6 +2,11 @@
 // ones (contract in int8_microkernel.h).
 #include "kernels/int8_microkernel.h"
 
+#include <hwy/targets.h>
+
+#include <atomic>
+#include <cstring>
+
 namespace raggemm::kernels {
 namespace {
 
@@ -48,6 +53,47 @@ Int8Microkernel int8_microkernel_scalar() {
 const std::vector<Int8Microkernel>& int8_microkernels() {
   static const std::vector<Int8Microkernel> kernels = detect();
   return kernels;
+}
+
+namespace {
+std::atomic<int> forced_index{-1};
+
+// Whether the f32 dispatch may now use the vector family of `target`.
+bool family_allowed(const char* target) {
+  const int64_t supported = hwy::SupportedTargets();
+  if (std::strcmp(target, "AVX512_VNNI") == 0) {
+    return (supported & (HWY_AVX3 | HWY_AVX3_DL)) != 0;
+  }
+  if (std::strcmp(target, "AVX_VNNI") == 0 || std::strcmp(target, "AVX2") == 0) {
+    return (supported & (HWY_AVX2 | HWY_AVX3 | HWY_AVX3_DL)) != 0;
+  }
+  return true;
+}
+}  // namespace
+
+const Int8Microkernel& select_int8_microkernel() {
+  const std::vector<Int8Microkernel>& kernels = int8_microkernels();
+  const int forced = forced_index.load(std::memory_order_relaxed);
+  if (forced >= 0) return kernels[static_cast<size_t>(forced)];
+  for (const Int8Microkernel& kernel : kernels) {
+    if (family_allowed(kernel.target)) return kernel;
+  }
+  return kernels.back();
+}
+
+bool force_int8_microkernel(const std::string& target) {
+  if (target.empty() || target == "auto") {
+    forced_index.store(-1);
+    return true;
+  }
+  const std::vector<Int8Microkernel>& kernels = int8_microkernels();
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    if (target == kernels[i].target) {
+      forced_index.store(static_cast<int>(i));
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace raggemm::kernels

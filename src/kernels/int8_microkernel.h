@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace raggemm::kernels {
@@ -35,7 +36,18 @@ struct Int8Microkernel {
 // Every int8 microkernel this CPU can run, fastest first (the portable
 // scalar one always last). Chosen by CPUID.
 const std::vector<Int8Microkernel>& int8_microkernels();
-inline const Int8Microkernel& select_int8_microkernel() { return int8_microkernels().front(); }
+
+// The one that runs: the forced one if any (force_int8_microkernel), else
+// the fastest whose ISA the f32 dispatch may also use now: a Highway target
+// forced down to AVX2 (hwy::SetSupportedTargetsForTest, `--target AVX2`)
+// rules out AVX512_VNNI too, so "the AVX2 target forced" means both
+// kernels' families at once.
+const Int8Microkernel& select_int8_microkernel();
+
+// Forces the int8 microkernel named `target` ("AVX512_VNNI", "AVX_VNNI",
+// "AVX2", "SCALAR") for benchmarks and tests; "" or "auto" lifts it.
+// Returns false (and changes nothing) when this CPU cannot run it.
+bool force_int8_microkernel(const std::string& target);
 
 // Per-ISA kernels (int8_microkernel_x86.cc); each returns false when the CPU
 // or the compiler lacks the instructions.

@@ -3,6 +3,8 @@
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -84,6 +86,44 @@ PeakResult measure_microkernel_peak(int64_t calls, int64_t kc) {
   for (int64_t i = 0; i < calls; ++i) uk.run(kc, a, b, c, uk.nr, uk.mr, uk.nr, Store::kAccumulate, nullptr, nullptr);
   const double seconds = seconds_since(start);
   return {uk.target, seconds, 2.0 * kc * uk.mr * uk.nr * static_cast<double>(calls)};
+}
+
+PeakRates measure_peaks(int threads, int rounds, bool microkernel) {
+  PeakRates rates;
+  for (int round = 0; round < rounds; ++round) {
+    double fma_flops = 0, fma_seconds = 0, uk_flops = 0, uk_seconds = 0;
+    const char* fma_target = "";
+    const char* uk_target = "";
+#pragma omp parallel num_threads(threads) reduction(+ : fma_flops, uk_flops) \
+    reduction(max : fma_seconds, uk_seconds)
+    {
+      measure_fma_peak(2000000);  // warm-up: clocks ramp, caches fill
+#pragma omp barrier
+      const PeakResult fma = measure_fma_peak(20000000);
+      fma_flops += fma.flops;
+      fma_seconds = fma.seconds;
+      PeakResult uk{"", 0, 0};
+      if (microkernel) {
+        measure_microkernel_peak(2000, 256);
+#pragma omp barrier
+        uk = measure_microkernel_peak(20000, 256);
+        uk_flops += uk.flops;
+        uk_seconds = uk.seconds;
+      }
+#pragma omp critical
+      {
+        fma_target = fma.target;
+        uk_target = uk.target;
+      }
+    }
+    rates.fma_target = fma_target;
+    rates.fma_gflops = std::max(rates.fma_gflops, fma_flops / fma_seconds / 1e9);
+    if (microkernel) {
+      rates.microkernel_target = uk_target;
+      rates.microkernel_gflops = std::max(rates.microkernel_gflops, uk_flops / uk_seconds / 1e9);
+    }
+  }
+  return rates;
 }
 
 }  // namespace raggemm::kernels

@@ -19,4 +19,16 @@ PeakResult measure_fma_peak(int64_t iterations);
 // Repeated microkernel calls on one L1-resident A and B micro-panel pair.
 PeakResult measure_microkernel_peak(int64_t calls, int64_t kc);
 
+// Both probes on `threads` OpenMP threads started together behind a
+// barrier, best of `rounds` (one thread descheduled for a moment would
+// otherwise stretch the slowest thread's time, which the aggregate rate
+// divides by). The microkernel probe runs only when `microkernel`.
+struct PeakRates {
+  const char* fma_target = "";
+  double fma_gflops = 0;
+  const char* microkernel_target = "";
+  double microkernel_gflops = 0;
+};
+PeakRates measure_peaks(int threads, int rounds, bool microkernel);
+
 }  // namespace raggemm::kernels

@@ -1,6 +1,5 @@
 #include "tune/heuristic.h"
 
-#include <omp.h>
 
 #include <algorithm>
 #include <numeric>
@@ -67,7 +66,6 @@ constexpr double kL2ShareTgmmV1 = 1.0;
 // An explicit v1 keeps the v2 tile while it recomputes at most this fraction
 // of rows on tiles straddling group boundaries (beyond it, see v1_tile).
 constexpr double kMaxV1Waste = 0.02;
-constexpr int64_t kKAlign = 16;  // one 64-byte line of f32 per k step of a panel row
 // Groups up to this quantile of the sizes fit one ragged-axis tile in v2.
 constexpr double kGroupQuantile = 0.9;
 
@@ -164,15 +162,7 @@ int64_t max_group(const std::vector<int64_t>& sizes) {
 
 }  // namespace
 
-MachineModel this_machine(int threads) {
-  MachineModel machine;
-  machine.caches = cache_sizes();
-  const kernels::Microkernel uk = kernels::select_microkernel();
-  machine.mr = uk.mr;
-  machine.nr = uk.nr;
-  machine.threads = threads > 0 ? threads : std::max(1, omp_get_max_threads());
-  return machine;
-}
+MachineModel this_machine(int threads) { return kernels::this_machine_model(threads); }
 
 std::vector<int64_t> representative_group_sizes(const GmmShape& shape) {
   if (!shape.group_sizes.empty()) {
@@ -208,6 +198,9 @@ double v1_row_waste(const std::vector<int64_t>& group_sizes, int64_t tile) {
 ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine,
                              std::optional<KernelVersion> kernel) {
   const int64_t mr = machine.mr, nr = machine.nr;
+  // k steps in whole cache lines of f32, so every packed panel row starts
+  // on a line of its own.
+  const int64_t k_align = std::max<int64_t>(1, machine.line_bytes / kFloatBytes);
   const Tiles extents = kernel_extents(shape);
   const std::vector<int64_t> sizes = representative_group_sizes(shape);
 
@@ -216,9 +209,9 @@ ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine,
   const auto a_panel_bytes = static_cast<int64_t>(kL1ShareA * static_cast<double>(machine.caches.l1d));
   const auto b_panel_bytes = static_cast<int64_t>(kL2ShareBPanel * static_cast<double>(machine.caches.l2));
   // The B micro-panel's bound alone: dlhs's whole rows and tgmm's k.
-  const int64_t b_panel_k_limit = std::max(kKAlign, round_down(b_panel_bytes / (nr * kFloatBytes), kKAlign));
+  const int64_t b_panel_k_limit = std::max(k_align, round_down(b_panel_bytes / (nr * kFloatBytes), k_align));
   const int64_t kc_limit =
-      std::max(kKAlign, std::min(b_panel_k_limit, round_down(a_panel_bytes / (mr * kFloatBytes), kKAlign)));
+      std::max(k_align, std::min(b_panel_k_limit, round_down(a_panel_bytes / (mr * kFloatBytes), k_align)));
 
   // v2 unless the caller fixes v1: v2 ran faster on every shape measured,
   // exactly balanced groups included, where v1 wastes nothing (M = 4096,
@@ -230,44 +223,54 @@ ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine,
   config.input_buffer_count = 1;
   config.quantization = shape.quantization;
   if (shape.pass != Pass::kGradRhs) {
-    config.tiles.k = balanced_tile(extents.k, kc_limit, kKAlign);
+    config.tiles.k = balanced_tile(extents.k, kc_limit, k_align);
     // m: the packed A block (m x kc) fits L2's share; the ragged axis.
     const auto l2_a = static_cast<int64_t>(kL2ShareA * static_cast<double>(machine.caches.l2));
-    const int64_t m_limit = std::max(mr, round_down(l2_a / (config.tiles.k * kFloatBytes), mr));
+    int64_t m_limit = std::max(mr, round_down(l2_a / (config.tiles.k * kFloatBytes), mr));
     if (shape.pass == Pass::kForward && !v1 &&
         quantile_nonempty(sizes, kGroupQuantile) <= m_limit) {  // m kept from the regular k
       const auto a_panel_v2 =
           static_cast<int64_t>(kL1ShareAV2Gmm * static_cast<double>(machine.caches.l1d));
       const int64_t kc_v2 = std::max(
-          kKAlign, round_down(std::min(kc_limit, a_panel_v2 / (mr * kFloatBytes)), kKAlign));
-      config.tiles.k = balanced_tile(extents.k, kc_v2, kKAlign);
+          k_align, round_down(std::min(kc_limit, a_panel_v2 / (mr * kFloatBytes)), k_align));
+      config.tiles.k = balanced_tile(extents.k, kc_v2, k_align);
     }
     // dlhs packs B from rows of the stored rhs that run along the contracted
     // dim: a slice of the whole row reads each row, and the whole block, as
     // one contiguous stream. Taken while the B micro-panel stays within its
     // L2 share, with m kept from the regular k (measured, 2 threads: whole
     // rows with m = 192 gave 445 GFLOP/s at N = 1024, G = 8 against 426 for
-    // k = 512, and 1.05x at N = 768, G = 128).
-    if (shape.pass == Pass::kGradLhs && extents.k > 0 && extents.k <= b_panel_k_limit) {
+    // k = 512, and 1.05x at N = 768, G = 128). Whole rows also keep the
+    // MR x k A micro-panel within L1 (a 32 KiB L1 with MR = 12 stops at
+    // k = 682) and the A block with one B micro-panel within L2, so m may
+    // shrink from the regular k's.
+    const int64_t whole_rows_a_panel_limit = machine.caches.l1d / (mr * kFloatBytes);
+    if (shape.pass == Pass::kGradLhs && extents.k > 0 && extents.k <= b_panel_k_limit &&
+        extents.k <= whole_rows_a_panel_limit) {
       config.tiles.k = extents.k;
+      const int64_t l2_left = machine.caches.l2 - extents.k * nr * kFloatBytes;
+      m_limit = std::max(mr, std::min(m_limit, round_down(l2_left / (extents.k * kFloatBytes), mr)));
     }
     config.tiles.m = v1 ? v1_tile(sizes, m_limit, mr) : ragged_tile(sizes, m_limit, mr);
   } else if (v1) {
     // tgmm contracts the tokens: k is the ragged axis, m tiles the K rows.
-    config.tiles.k = v1_tile(sizes, kc_limit, kKAlign);
+    config.tiles.k = v1_tile(sizes, kc_limit, k_align);
     const auto l2_tgmm = static_cast<int64_t>(kL2ShareTgmmV1 * static_cast<double>(machine.caches.l2));
     const int64_t m_limit = std::max(mr, round_up(l2_tgmm / (config.tiles.k * kFloatBytes), mr));
     config.tiles.m = balanced_tile(extents.m, m_limit, mr);
   } else {
-    config.tiles.k = std::min(b_panel_k_limit, round_up(std::max<int64_t>(max_group(sizes), 1), kKAlign));
-    const auto l3_a = static_cast<int64_t>(kL3ShareTgmmA * static_cast<double>(machine.caches.l3) /
-                                           std::max(1, machine.threads));
+    config.tiles.k = std::min(b_panel_k_limit, round_up(std::max<int64_t>(max_group(sizes), 1), k_align));
+    const auto l3_a =
+        static_cast<int64_t>(kL3ShareTgmmA * static_cast<double>(machine.l3_per_thread()));
     const int64_t m_limit = std::max(mr, round_down(l3_a / (config.tiles.k * kFloatBytes), mr));
     config.tiles.m = balanced_tile(extents.m, m_limit, mr);
   }
-  // n: the packed B block (kc x n) within each thread's share of L3.
-  const auto l3_b = static_cast<int64_t>(kL3ShareB * static_cast<double>(machine.caches.l3) /
-                                         std::max(1, machine.threads));
+  // n: the packed B block (kc x n) within its share of this thread's L3,
+  // and within what the A block (m x kc) leaves of it (a small per-core L3,
+  // as on Skylake-X, is where the A block's share matters).
+  const int64_t l3_thread = machine.l3_per_thread();
+  const int64_t l3_b = std::min(static_cast<int64_t>(kL3ShareB * static_cast<double>(l3_thread)),
+                                l3_thread - config.tiles.m * config.tiles.k * kFloatBytes);
   const int64_t n_limit = std::max(nr, round_down(l3_b / (config.tiles.k * kFloatBytes), nr));
   config.tiles.n = balanced_tile(extents.n, n_limit, nr);
 

@@ -9,20 +9,17 @@
 #include <vector>
 
 #include "raggemm/plan.h"
+#include "kernels/machine_model.h"
 #include "tune/cpu_info.h"
 
 namespace raggemm::tune {
 
-// Everything the heuristic depends on, so tests can pin it.
-struct MachineModel {
-  CacheSizes caches;
-  int mr = 8;       // microkernel register tile rows
-  int nr = 16;      // and columns
-  int threads = 1;  // threads the ops will use
-};
+// Everything the heuristic depends on (kernels/machine_model.h), so tests
+// can pin it: caches, the L3's sharers, the cache line, the microkernel's
+// register tile, threads.
+using kernels::MachineModel;
 
-// This machine: detected caches, the dispatched microkernel, and `threads`
-// (0: OpenMP's maximum).
+// This machine: kernels::this_machine_model(threads) (0: OpenMP's maximum).
 MachineModel this_machine(int threads = 0);
 
 // The group sizes to reason about: the shape's own, or `groups` balanced

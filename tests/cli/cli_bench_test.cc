@@ -29,11 +29,62 @@ std::vector<std::string> bench_args(const BenchCase& c) {
                                   c.dist, std::string("--dtype"), c.dtype,
                                   std::string("--kernel"), c.kernel, std::string("--threads"),
                                   c.threads, std::string("--reps"), std::string("3"),
-                                  std::string("--check"), std::string("--no-cache")}) {
+                                  std::string("--check"), std::string("--no-cache"),
+                                  std::string("--bandwidth-mib"), std::string("4")}) {
     args.push_back(flag);
   }
   if (!c.tiles.empty()) args.insert(args.end(), {"--tiles", c.tiles});
   return args;
+}
+
+// The peers at their best (issue 14, item 1; item 2's roofline): every peer
+// names its library and kernel, the best figures are the maxima over the
+// peers that passed their check, the ratios divide by them, and the
+// roofline fields agree with their definition.
+void expect_peers_contract(const nlohmann::json& j) {
+  const nlohmann::json& peers = j.at("peers");
+  ASSERT_TRUE(peers.is_array());
+  double best_dense = 0, best_loop = 0;
+  bool openblas = false, onednn = false;
+  for (const nlohmann::json& peer : peers) {
+    const std::string name = peer.at("name");
+    EXPECT_TRUE(name == "openblas" || name == "onednn") << name;
+    openblas = openblas || name == "openblas";
+    onednn = onednn || name == "onednn";
+    EXPECT_FALSE(peer.at("kernel").get<std::string>().empty()) << peer.dump();
+    for (const char* field : {"dense_gflops", "loop_gflops"}) {
+      const double value = peer.at(field).get<double>();
+      EXPECT_TRUE(std::isfinite(value) && value > 0) << peer.dump();
+    }
+    EXPECT_TRUE(peer.at("checked").get<bool>()) << peer.dump();
+    best_dense = std::max(best_dense, peer.at("dense_gflops").get<double>());
+    best_loop = std::max(best_loop, peer.at("loop_gflops").get<double>());
+  }
+  EXPECT_TRUE(openblas) << peers.dump();
+  // oneDNN is a peer wherever the build found it; the JSON says when not.
+  const bool no_onednn = j.contains("peer_notes") &&
+                         j.at("peer_notes").dump().find("no oneDNN") != std::string::npos;
+  EXPECT_TRUE(onednn || no_onednn) << j.dump();
+  EXPECT_EQ(j.at("openblas_core"), peers.back().at("child_process").get<bool>()
+                                       ? peers[peers.size() - 2].at("kernel")
+                                       : peers.back().at("kernel"));
+  EXPECT_NEAR(j.at("peer_dense_best_gflops").get<double>(), best_dense, 1e-9 * best_dense);
+  EXPECT_NEAR(j.at("peer_loop_best_gflops").get<double>(), best_loop, 1e-9 * best_loop);
+  const double ours = j.at("ours_gflops").get<double>();
+  EXPECT_NEAR(j.at("ratio_vs_best_dense").get<double>(), ours / best_dense, 1e-9 * ours);
+  EXPECT_NEAR(j.at("ratio_vs_best_loop").get<double>(), ours / best_loop, 1e-9 * ours);
+  EXPECT_GE(j.at("openblas_loop_gflops").get<double>(), 0.0);
+  EXPECT_LE(j.at("openblas_dense_gflops").get<double>(), best_dense * (1 + 1e-12));
+  // bound_ms = max(flops / fma peak, bytes / bandwidth); efficiency = bound / ours.
+  const double flops = 2.0 * j.at("m").get<double>() * j.at("k").get<double>() *
+                       j.at("n").get<double>();
+  const double bound = std::max(flops / (j.at("fma_peak_gflops").get<double>() * 1e9),
+                                j.at("bytes_moved").get<double>() /
+                                    (j.at("dram_read_gbps").get<double>() * 1e9)) *
+                       1e3;
+  EXPECT_NEAR(j.at("bound_ms").get<double>(), bound, 1e-9 * bound);
+  EXPECT_NEAR(j.at("roofline_efficiency").get<double>(),
+              bound / j.at("ours_median_ms").get<double>(), 1e-9);
 }
 
 class CliBenchTest : public ::testing::TestWithParam<BenchCase> {};
@@ -75,6 +126,7 @@ TEST_P(CliBenchTest, JsonHasEveryFieldAndCheckPasses) {
   EXPECT_NEAR(j.at("ratio_vs_loop").get<double>(),
               j.at("ours_gflops").get<double>() / j.at("openblas_loop_gflops").get<double>(), 1e-9);
   EXPECT_LE(j.at("check_rel_error").get<double>(), 1e-5);
+  expect_peers_contract(j);
 }
 
 TEST_P(CliBenchTest, TablePrintsRatios) {
@@ -83,6 +135,66 @@ TEST_P(CliBenchTest, TablePrintsRatios) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("ratio vs loop"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("openblas dense"), std::string::npos) << result.out;
+}
+
+// bytes_moved: every operand read once in its storage type, the f32 output
+// written once; for gmm at m = 96, k = 24, n = 20, 6 groups.
+TEST(CliBenchRoofline, BytesMovedCountsEachOperandOnce) {
+  TempDir dir;
+  for (const std::string dtype : {"f32", "bf16"}) {
+    CliResult result = run_cli(dir, {"bench", "gmm", "--m", "96", "--k", "24", "--n", "20",
+                                     "--groups", "6", "--dtype", dtype, "--reps", "1",
+                                     "--threads", "1", "--bandwidth-mib", "4", "--json"});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    const nlohmann::json j = nlohmann::json::parse(result.out);
+    const double element = dtype == "f32" ? 4 : 2;
+    EXPECT_EQ(j.at("bytes_moved").get<double>(), element * (96 * 24 + 6 * 24 * 20) + 4 * 96 * 20)
+        << dtype;
+  }
+  CliResult result = run_cli(dir, {"bench", "gmm", "--m", "32", "--k", "8", "--n", "8",
+                                   "--reps", "1", "--no-roofline", "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_FALSE(nlohmann::json::parse(result.out).contains("bound_ms"));
+}
+
+// An environment that restricts OpenBLAS to a lesser core than the CPU
+// supports: the restricted peer is labelled, and an unrestricted one runs in
+// a child process, checked, and counts as a peer; --no-child-peer keeps it
+// out.
+TEST(CliBenchPeers, RestrictedOpenBlasIsLiftedInAChildProcess) {
+  if (!__builtin_cpu_supports("avx")) GTEST_SKIP() << "no core better than Prescott here";
+  TempDir dir;
+  const std::vector<std::string> args = {"bench", "dlhs", "--m", "64", "--k", "16", "--n",
+                                         "24", "--groups", "3", "--reps", "1", "--threads", "1",
+                                         "--no-roofline", "--json"};
+  CliResult result = run_cli(dir, args, "export OPENBLAS_CORETYPE=Prescott");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  nlohmann::json j = nlohmann::json::parse(result.out);
+  EXPECT_EQ(j.at("openblas_core"), "Prescott");
+  bool restricted = false, lifted = false;
+  for (const nlohmann::json& peer : j.at("peers")) {
+    if (peer.at("name") != "openblas") continue;
+    if (peer.contains("restricted_by")) {
+      restricted = true;
+      EXPECT_EQ(peer.at("restricted_by"), "OPENBLAS_CORETYPE=Prescott");
+      EXPECT_FALSE(peer.at("child_process").get<bool>());
+    }
+    if (peer.at("child_process").get<bool>()) {
+      lifted = true;
+      EXPECT_NE(peer.at("kernel"), "Prescott");
+      EXPECT_TRUE(peer.at("checked").get<bool>());
+    }
+  }
+  EXPECT_TRUE(restricted && lifted) << j.dump();
+
+  std::vector<std::string> no_child = args;
+  no_child.push_back("--no-child-peer");
+  result = run_cli(dir, no_child, "export OPENBLAS_CORETYPE=Prescott");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  j = nlohmann::json::parse(result.out);
+  for (const nlohmann::json& peer : j.at("peers")) {
+    EXPECT_FALSE(peer.at("child_process").get<bool>()) << peer.dump();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

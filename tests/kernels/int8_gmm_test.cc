@@ -4,6 +4,7 @@
 #include "kernels/int8_gmm.h"
 
 #include <gtest/gtest.h>
+#include <hwy/targets.h>
 
 #include <cstring>
 #include <random>
@@ -167,6 +168,32 @@ TEST(Int8Gmm, LocalGroupsLeaveOtherRowsZero) {
       EXPECT_EQ(out[i * c.n + j], local ? want[i * c.n + j] : 0.0f) << i << "," << j;
     }
   }
+}
+
+}  // namespace
+}  // namespace raggemm::kernels
+
+namespace raggemm::kernels {
+namespace {
+
+// The int8 kernel follows the f32 dispatch's family (a Highway target
+// forced down to AVX2 rules out AVX-512 VNNI) unless one is forced by name;
+// a name this CPU cannot run is refused.
+TEST(Int8Microkernel, SelectionFollowsTheForcedTargetAndName) {
+  EXPECT_STREQ(select_int8_microkernel().target, int8_microkernels().front().target);
+  for (const Int8Microkernel& uk : int8_microkernels()) {
+    ASSERT_TRUE(force_int8_microkernel(uk.target));
+    EXPECT_STREQ(select_int8_microkernel().target, uk.target);
+  }
+  EXPECT_FALSE(force_int8_microkernel("NEON_DOTPROD"));
+  ASSERT_TRUE(force_int8_microkernel("auto"));
+  EXPECT_STREQ(select_int8_microkernel().target, int8_microkernels().front().target);
+  if (hwy::SupportedTargets() & HWY_AVX2) {
+    hwy::SetSupportedTargetsForTest(HWY_AVX2);
+    EXPECT_STRNE(select_int8_microkernel().target, "AVX512_VNNI");
+    hwy::SetSupportedTargetsForTest(0);
+  }
+  EXPECT_STREQ(select_int8_microkernel().target, int8_microkernels().front().target);
 }
 
 }  // namespace
