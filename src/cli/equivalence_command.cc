@@ -116,8 +116,10 @@ int run_equivalence_command(std::vector<std::string> args) {
         moe.router.num_experts = shape.experts;
         moe.router.top_k = shape.top_k;
       }
-      report(train::run_equivalence(
-          std::string("config:") + (shape_name.empty() ? "own dims" : shape_name), moe, shape, c));
+      const train::EquivalenceResult result = train::run_equivalence(
+          std::string("config:") + (shape_name.empty() ? "own dims" : shape_name), moe, shape, c);
+      report(result);
+      if (print) std::cout << "ran: " << result.ran << "\n";
       if (print) std::cout << "kernels: " << config.kernel_selection << "\n";
     }
   } catch (const std::exception& e) {
