@@ -4,10 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <ostream>
 #include <vector>
 
 #include "parallel/mpi_test_env.h"
 #include "train/equivalence.h"
+
+namespace raggemm::train {
+// gtest prints a failing case by its name.
+inline void PrintTo(const EquivalenceCase& c, std::ostream* os) { *os << c.name(); }
+}  // namespace raggemm::train
 
 namespace raggemm::testing {
 namespace {

@@ -11,11 +11,16 @@
 
 #include <cstdio>
 #include <map>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
 
 namespace raggemm::train {
+
+// gtest prints a failing case by its name.
+void PrintTo(const EquivalenceCase& c, std::ostream* os) { *os << c.name(); }
+
 namespace {
 
 constexpr bool kSanitized =
