@@ -220,7 +220,7 @@ const std::vector<EquivalenceShape>& equivalence_shapes() {
       // scales differ from per-channel ones.
       {"small", 256, 384, 8, 2, 160, false},
       // mixtral-8x7b: embed 4096, mlp 14336 (3.5x), 8 experts, top-2.
-      {"mixtral_like", 256, 896, 8, 2, 512, false},
+      {"mixtral_like", 128, 448, 8, 2, 256, false},
       {"skewed", 256, 384, 8, 2, 160, true},
   };
   return shapes;

@@ -29,6 +29,10 @@ std::vector<train::EquivalenceCase> two_process_cases() {
 class EquivalenceP2Test : public ::testing::TestWithParam<train::EquivalenceCase> {};
 
 TEST_P(EquivalenceP2Test, MatchesTheDenseReferenceAndRanWhatWasAsked) {
+#if defined(__SANITIZE_ADDRESS__)
+  if (GetParam().shape == "mixtral_like")
+    GTEST_SKIP() << "the mixtral-like shape is skipped under sanitizers (small covers the code)";
+#endif
   const train::EquivalenceResult r = train::run_equivalence(GetParam(), &world());
   if (world().rank() == 0) std::printf("%s\n", train::equivalence_row(r).c_str());
   EXPECT_TRUE(r.passed()) << train::equivalence_row(r);
