@@ -5,8 +5,6 @@
 // The P=2 cases of the same subset run under mpirun in
 // tests/parallel/equivalence_p2_test.cc; the whole matrix is
 // `raggemm equivalence --all`.
-#include "train/equivalence.h"
-
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -16,6 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "moe/moe_test_util.h"
+#include "train/equivalence.h"
+
 namespace raggemm::train {
 
 // gtest prints a failing case by its name.
@@ -23,18 +24,7 @@ void PrintTo(const EquivalenceCase& c, std::ostream* os) { *os << c.name(); }
 
 namespace {
 
-constexpr bool kSanitized =
-#if defined(__SANITIZE_ADDRESS__)
-    true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-    true;
-#else
-    false;
-#endif
-#else
-    false;
-#endif
+using moe::testing::kSanitized;
 
 std::vector<EquivalenceCase> one_process_cases() {
   std::vector<EquivalenceCase> out;
