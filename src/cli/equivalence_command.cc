@@ -18,33 +18,25 @@ namespace raggemm::cli {
 namespace {
 
 void print_help() {
-  std::cout << "usage: raggemm equivalence [config.yml] [key=value ...] [--shape "
-               "NAME]\n"
-               "       raggemm equivalence --all | --ci [--shape NAME]\n"
-               "       mpirun -np 2 raggemm equivalence --all   (the P=2 cases)\n\n"
-               "Runs MoE layer configurations against the dense f32 reference\n"
-               "(sparse_matmul=false, unquantized, one process, nothing dropped) on "
-               "the same\n"
-               "weights and tokens and prints, per case, the relative Frobenius "
-               "difference of\n"
-               "the output, the input gradient and every parameter gradient, the "
-               "bound, the\n"
-               "quantized cases' distance from their unquantized run (must exceed "
-               "its\n"
-               "minimum) and whether what ran (kernel, storage types, scales of "
-               "every pass of\n"
-               "every expert weight) is what was asked. Exit status 1 if a case "
-               "fails.\n\n"
-               "With a config (trainer keys, as `raggemm train`): that configuration "
-               "on its\n"
-               "layer dims and global tokens (or on --shape "
-               "small|mixtral_like|skewed).\n"
-               "--all: the whole matrix {v111..v222} x {f32, bf16} x {none, "
-               "fp8_channel,\n"
-               "fp8_block128, int8} x {p1, p2_a2a, p2_ring} x the three shapes, for "
-               "the\n"
-               "process count of this launch. --ci: the pairwise subset CTest runs.\n"
-               "docs/equivalence.md describes the bounds.\n";
+  std::cout <<
+      "usage: raggemm equivalence [config.yml] [key=value ...] [--shape NAME]\n"
+      "       raggemm equivalence --all | --ci [--shape NAME]\n"
+      "       mpirun -np 2 raggemm equivalence --all   (the P=2 cases)\n"
+      "\n"
+      "Runs MoE layer configurations against the dense f32 reference\n"
+      "(sparse_matmul=false, unquantized, one process, nothing dropped) on the same\n"
+      "weights and tokens and prints, per case, the relative Frobenius difference of\n"
+      "the output, the input gradient and every parameter gradient, the bound, the\n"
+      "quantized cases' distance from their unquantized run (must exceed its\n"
+      "minimum) and whether what ran (kernel, storage types, scales of every pass of\n"
+      "every expert weight) is what was asked. Exit status 1 if a case fails.\n"
+      "\n"
+      "With a config (trainer keys, as `raggemm train`): that configuration on its\n"
+      "layer dims and global tokens (or on --shape small|mixtral_like|skewed).\n"
+      "--all: the whole matrix {v111..v222} x {f32, bf16} x {none, fp8_channel,\n"
+      "fp8_block128, int8} x {p1, p2_a2a, p2_ring} x the three shapes, for the\n"
+      "process count of this launch. --ci: the pairwise subset CTest runs.\n"
+      "docs/equivalence.md describes the bounds.\n";
 }
 
 std::unique_ptr<Communicator> launch_communicator() {
@@ -140,10 +132,10 @@ int run_equivalence_command(std::vector<std::string> args) {
   return failed > 0 ? 1 : 0;
 }
 
-CommandRegistrar registrar("equivalence",
-                           "hold MoE layer configurations against the dense reference, leaf by "
-                           "leaf, and check what ran",
-                           run_equivalence_command);
+CommandRegistrar registrar(
+    "equivalence",
+    "hold MoE layer configurations against the dense reference, leaf by leaf, and check what ran",
+    run_equivalence_command);
 
 }  // namespace
 }  // namespace raggemm::cli

@@ -51,17 +51,15 @@ void validate(const MoeConfig& config) {
   require(config.sparse_matmul || config.quantization.empty(), "sparse_matmul,quantization",
           "false," + config.quantization, "the dense path runs unquantized");
   if (config.activation_k_block > 0) {
+    const std::string blocks = "block:" + std::to_string(config.activation_k_block);
     require(
         config.activation_k_block >= kMinBlockSize && config.activation_k_block <= kMaxBlockSize,
-        "quantization_activation_scaling", "block:" + std::to_string(config.activation_k_block),
-        "block size must be in 32..512");
+        "quantization_activation_scaling", blocks, "block size must be in 32..512");
     require(!config.quantization.empty(), "quantization_activation_scaling,quantization",
-            "block:" + std::to_string(config.activation_k_block) + ",\"\"",
-            "activation scales exist only with a quantization");
+            blocks + ",\"\"", "activation scales exist only with a quantization");
     const auto& kernel = config.plan.wi.pass(Pass::kForward).kernel;
     require(kernel == KernelVersion::kV2 && config.plan.wo.pass(Pass::kForward).kernel == kernel,
-            "quantization_activation_scaling,use_gmm_v2_fwd",
-            "block:" + std::to_string(config.activation_k_block) + ",false",
+            "quantization_activation_scaling,use_gmm_v2_fwd", blocks + ",false",
             "activation K-block scales need the v2 kernel in the fwd pass");
   }
   const RhsScaling scaling =
@@ -73,8 +71,7 @@ void validate(const MoeConfig& config) {
         require(kernel == KernelVersion::kV2,
                 std::string("quantization_weight_scaling,use_gmm_v2_") + pass_name(pass),
                 config.weight_scaling + "," + (kernel == KernelVersion::kV2 ? "true" : "false"),
-                "block-wise weight scales need the v2 kernel in the fwd and "
-                "dlhs passes "
+                "block-wise weight scales need the v2 kernel in the fwd and dlhs passes "
                 "(set use_gmm_v2=true)");
       }
     }

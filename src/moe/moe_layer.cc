@@ -62,8 +62,7 @@ MoeLayer<T>::Impl::Impl(std::string prefix, const MoeConfig& config_, Profiler* 
   validate(config);
   require(config.sparse_matmul || shard.ranks == 1, "sparse_matmul,ici_expert_parallelism",
           "false," + std::to_string(shard.ranks),
-          "the dense path runs on one process (expert parallelism needs "
-          "sparse_matmul=true)");
+          "the dense path runs on one process (expert parallelism needs sparse_matmul=true)");
   if (shard.ranks > 1)
     exchange = config.use_ring_of_experts ? Exchange::kRing : Exchange::kAllToAll;
   const int64_t e = config.router.num_experts, d = config.embed_dim, f = config.mlp_dim;

@@ -38,8 +38,7 @@ std::vector<ConfigKey> build_keys() {
       {"num_experts", "8", "routed experts per MoE block"},
       {"num_experts_per_tok", "2", "experts each token is routed to (top-k)"},
       {"shared_experts", "0",
-       "shared experts (a dense SwiGLU MLP of width shared_experts * "
-       "base_mlp_dim)"},
+       "shared experts (a dense SwiGLU MLP of width shared_experts * base_mlp_dim)"},
       {"norm_topk_prob", "true", "renormalise the top-k routing weights to sum 1"},
       {"routed_score_func", "softmax", "softmax or sigmoid router scores"},
       {"routed_bias", "false", "sigmoid only: per-expert selection bias (aux-loss-free balancing)"},
@@ -50,11 +49,9 @@ std::vector<ConfigKey> build_keys() {
       {"load_balance_loss_weight", "0.01", "weight of the load-balancing loss"},
       {"fused_gate_up", "false", "one gate|up weight [E, embed, 2*mlp]; v2 fwd fuses SwiGLU"},
       {"ici_expert_parallelism", "1",
-       "P processes (mpirun -np P) each holding num_experts/P experts and a "
-       "1/P of the batch"},
+       "P processes (mpirun -np P) each holding num_experts/P experts and a 1/P of the batch"},
       {"use_ring_of_experts", "false",
-       "expert parallelism exchange: false = all-to-all dispatch, true = ring "
-       "of experts"},
+       "expert parallelism exchange: false = all-to-all dispatch, true = ring of experts"},
       {"opt_type", "adamw", "sgd or adamw"},
       {"learning_rate", "0.003", "peak learning rate"},
       {"learning_rate_schedule_steps", "-1", "length of the schedule (-1: steps)"},
@@ -71,8 +68,7 @@ std::vector<ConfigKey> build_keys() {
       {"quantization_weight_scaling", "channel", "weight scales: channel or block:SIZE (v2)"},
   };
   keys.push_back({"use_gmm_v2", "auto",
-                  "kernel of every pass: true (v2, group-aligned), false (v1), auto (each "
-                  "pass "
+                  "kernel of every pass: true (v2, group-aligned), false (v1), auto (each pass "
                   "takes the kernel its plan resolves: tune cache, else heuristic)"});
   for (const char* pass : {"fwd", "dlhs", "drhs"}) {
     keys.push_back({std::string("use_gmm_v2_") + pass, "",
@@ -91,27 +87,22 @@ std::vector<ConfigKey> build_keys() {
   std::vector<ConfigKey> rest = {
       {"input_buffer_count", "", "packed panels in flight, 1..4 (\"\": heuristic)"},
       {"gmm_autotune", "false",
-       "tune the expert GMM shapes the tune cache lacks (3 s each), then use "
-       "the cache"},
+       "tune the expert GMM shapes the tune cache lacks (3 s each), then use the cache"},
       {"enable_checkpointing", "false", "write checkpoints and resume from the last one"},
       {"checkpoint_period", "50", "steps between checkpoints"},
       {"profiler", "", "\"\" or trace (Chrome trace-event JSON of every op)"},
       // Kernel selection and the dense path (docs/moe_configuration.md).
       {"sparse_matmul", "true",
-       "true: routed experts as grouped matmuls; false: the dense path "
-       "(dispatch/combine masks, "
-       "batched matmuls over experts), unquantized, one process"},
+       "true: routed experts as grouped matmuls; false: the dense path (dispatch/combine "
+       "masks, batched matmuls over experts), unquantized, one process"},
       {"capacity_factor", "-1",
-       "dense path: slots per expert = ceil(tokens * top_k / experts * "
-       "factor); -1 keeps every "
-       "token"},
+       "dense path: slots per expert = ceil(tokens * top_k / experts * factor); -1 keeps "
+       "every token"},
       {"megablox", "false", "the megablox kernel (v1) in every pass"},
       {"use_tokamax_gmm", "false",
-       "the tokamax kernels (v1 and v2, picked by use_gmm_v2*); wins over "
-       "megablox"},
+       "the tokamax kernels (v1 and v2, picked by use_gmm_v2*); wins over megablox"},
       {"quantization_activation_scaling", "row",
-       "quantized activations: row (per token) or block:SIZE (per token and "
-       "K-block, v2 fwd)"},
+       "quantized activations: row (per token) or block:SIZE (per token and K-block, v2 fwd)"},
   };
   keys.insert(keys.end(), rest.begin(), rest.end());
   return keys;
@@ -431,8 +422,7 @@ TrainConfig resolve(const Settings& s) {
   m.activation_k_block = activation_k_block(s);
   require(m.sparse_matmul || c.ici_expert_parallelism == 1, "sparse_matmul,ici_expert_parallelism",
           "false," + s.get("ici_expert_parallelism"),
-          "the dense path runs on one process (expert parallelism needs "
-          "sparse_matmul=true)");
+          "the dense path runs on one process (expert parallelism needs sparse_matmul=true)");
   const KernelSelection kernels = select_kernels(s);
   c.kernel_selection =
       std::string(m.sparse_matmul ? "sparse" : "dense") + " path; " + kernels.describe();

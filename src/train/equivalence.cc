@@ -360,8 +360,7 @@ EquivalenceResult run_equivalence(const std::string& name, const MoeConfig& conf
     if (!(result.quant_gap >= result.lower)) {
       char text[160];
       std::snprintf(text, sizeof(text),
-                    "out differs from the unquantized run by %.3e, below %.1e: "
-                    "no quantization?",
+                    "out differs from the unquantized run by %.3e, below %.1e: no quantization?",
                     result.quant_gap, result.lower);
       result.failures.push_back(text);
     }
@@ -388,8 +387,7 @@ EquivalenceResult run_equivalence(const EquivalenceCase& c, Communicator* comm) 
 }
 
 std::string equivalence_header() {
-  return "case                                   out       dx        gate      "
-         "wi_0      wi_1      "
+  return "case                                   out       dx        gate      wi_0      wi_1      "
          "wo        bound    q-gap(min)         result";
 }
 

@@ -40,16 +40,14 @@ KernelSelection select_kernels(const KernelKeys& keys) {
     const std::optional<bool> pass_v2 =
         parse_choice(pass_key, keys.use_gmm_v2_pass[i], /*allow_auto=*/false);
     require(!(all_v2 == true && pass_v2 == false), "use_gmm_v2," + pass_key, "true,false",
-            "use_gmm_v2=true sets every pass to v2; drop it to mix kernels per "
-            "pass");
+            "use_gmm_v2=true sets every pass to v2; drop it to mix kernels per pass");
     // The key that decides this pass when the family lets the keys pick.
     const std::string decider = pass_v2 ? pass_key : std::string("use_gmm_v2");
     const std::optional<bool> asked = pass_v2 ? pass_v2 : all_v2;
     const std::string asked_text = asked ? (*asked ? "true" : "false") : "auto";
     if (!keys.use_tokamax_gmm && keys.megablox) {
       require(asked != true, "megablox," + decider, "true,true",
-              "megablox is the v1 kernel in every pass; drop megablox or the "
-              "v2 request");
+              "megablox is the v1 kernel in every pass; drop megablox or the v2 request");
       out.kernel[i] = KernelVersion::kV1;
       out.reason[i] = "megablox=true";
     } else {

@@ -57,10 +57,8 @@ std::string log_line(const StepMetrics& m, int64_t steps, double floor) {
   char text[512];
   std::snprintf(
       text, sizeof(text),
-      "step %5lld/%lld  loss %.4f (floor %.4f)  aux %.4f  lr %.2e | "
-      "%.3f s  %7.0f tok/s"
-      " | gmm %6.1f GFLOP/s, %4.1f%% of step (experts %4.1f%%, dense "
-      "%4.1f%%, glue %4.1f%%,"
+      "step %5lld/%lld  loss %.4f (floor %.4f)  aux %.4f  lr %.2e | %.3f s  %7.0f tok/s"
+      " | gmm %6.1f GFLOP/s, %4.1f%% of step (experts %4.1f%%, dense %4.1f%%, glue %4.1f%%,"
       " optimizer %4.1f%%)%s",
       static_cast<long long>(m.step), static_cast<long long>(steps), m.loss, floor, m.aux_loss,
       m.learning_rate, m.step_time_s, m.tokens_per_s, m.gmm_gflops, 100 * m.gmm_time_share,
@@ -186,8 +184,7 @@ void check_launch(const TrainConfig& config, const Communicator* comm) {
       "does not match the " + std::to_string(ranks) + " process(es) of this launch (run " +
           (config.ici_expert_parallelism > 1
                ? "mpirun -np " + std::to_string(config.ici_expert_parallelism) + " raggemm train"
-               : "raggemm train without mpirun, or set "
-                 "ici_expert_parallelism=" +
+               : "raggemm train without mpirun, or set ici_expert_parallelism=" +
                      std::to_string(ranks)) +
           ")");
   require(config.moe.router.num_experts % ranks == 0, "num_experts", config.moe.router.num_experts,

@@ -5,6 +5,8 @@
 // The P=2 cases of the same subset run under mpirun in
 // tests/parallel/equivalence_p2_test.cc; the whole matrix is
 // `raggemm equivalence --all`.
+#include "train/equivalence.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -15,7 +17,6 @@
 #include <vector>
 
 #include "moe/moe_test_util.h"
-#include "train/equivalence.h"
 
 namespace raggemm::train {
 
@@ -61,8 +62,7 @@ class EquivalenceTest : public ::testing::TestWithParam<EquivalenceCase> {};
 TEST_P(EquivalenceTest, MatchesTheDenseReferenceAndRanWhatWasAsked) {
   const EquivalenceCase& c = GetParam();
   if (kSanitized && c.shape == "mixtral_like")
-    GTEST_SKIP() << "the mixtral-like shape is skipped under sanitizers (small "
-                    "covers the code)";
+    GTEST_SKIP() << "the mixtral-like shape is skipped under sanitizers (small covers the code)";
   const EquivalenceResult r = run_equivalence(c, nullptr);
   std::printf("%s\n", equivalence_row(r).c_str());
   EXPECT_TRUE(r.passed()) << equivalence_row(r);
