@@ -167,12 +167,22 @@ std::string expand(const std::string& code, const MoeConfig& c) {
   return code;
 }
 
-// Checks every pass of every expert weight against the configuration.
-void check_what_ran(const MoeConfig& config, const std::vector<GmmCall>& calls,
+// Checks every pass of every expert weight against the configuration. An
+// auto pass (no kernel set) must run what the plan resolves for the layer's
+// rows when those are known here (one process, sparse path); otherwise any
+// kernel but the naive loops.
+void check_what_ran(const MoeConfig& config, const std::vector<GmmCall>& calls, int64_t rows,
                     std::vector<std::string>& failures, std::string& ran) {
   for (Weight weight : kAllWeights) {
+    const int64_t f = config.fused_gate_up ? 2 * config.mlp_dim : config.mlp_dim;
+    const moe::PassConfigs resolved =
+        rows > 0 ? moe::resolve_expert_passes(
+                       config, weight,
+                       {rows, config.embed_dim, weight == Weight::kWi ? f : config.mlp_dim})
+                 : moe::PassConfigs{};
     for (Pass pass : kAllPasses) {
-      const std::optional<KernelVersion> asked = config.plan.weight(weight).pass(pass).kernel;
+      std::optional<KernelVersion> asked = config.plan.weight(weight).pass(pass).kernel;
+      if (!asked && rows > 0) asked = resolved[static_cast<size_t>(pass)].kernel;
       std::string want_lhs, want_rhs, want_lhs_scales, want_rhs_scales;
       if (config.quantization.empty()) {
         want_lhs = want_rhs = dtype_name(config.dtype);
@@ -366,7 +376,9 @@ EquivalenceResult run_equivalence(const std::string& name, const MoeConfig& conf
     }
   }
   std::vector<std::string> ran_failures;
-  check_what_ran(config, got.calls, ran_failures, result.ran);
+  const bool rows_known = comm_size(comm) == 1 && config.sparse_matmul;
+  check_what_ran(config, got.calls, rows_known ? shape.tokens * shape.top_k : 0, ran_failures,
+                 result.ran);
   if (comm && comm->size() > 1) {
     // Every rank checked its own calls: all must agree that all passed.
     int64_t failed = ran_failures.empty() ? 0 : 1;
