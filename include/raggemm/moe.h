@@ -83,6 +83,19 @@ struct MoeConfig {
   // Expert parallelism only (P > 1): all-gather tokens and reduce-scatter
   // outputs instead of the all-to-all dispatch.
   bool use_ring_of_experts = false;
+  // false: the dense path (MaxText's dense_matmul): dispatch and combine as
+  // dense [tokens, experts * capacity] masks applied by matmuls, the experts
+  // as batched matmuls over a [experts, capacity, embed] buffer (the same
+  // grouped kernels with every group of `capacity` rows). Unquantized, one
+  // process. It is the reference of the equivalence suite.
+  bool sparse_matmul = true;
+  // Dense path: capacity = ceil(tokens * top_k / experts * capacity_factor);
+  // assignments past an expert's capacity (in token order, then slot order)
+  // are dropped. -1: capacity = the largest expert load, nothing dropped.
+  double capacity_factor = -1;
+  // Quantized fwd: activation scales per row (0) or per row and K-block of
+  // this size (quantization_activation_scaling=block:SIZE; v2 fwd only).
+  int64_t activation_k_block = 0;
 };
 
 // Checks a config; an invalid combination throws Error naming the fields.
@@ -133,6 +146,22 @@ class DenseMlp {
 struct RoutingStats {
   std::vector<int32_t> group_sizes;  // tokens * top_k rows per expert
   double load_balance_loss = 0;      // unweighted
+  // Dense path: (token, slot) assignments past their expert's capacity.
+  int64_t dropped = 0;
+};
+
+// One matmul call of a layer's last forward and backward, as it ran: the
+// record the equivalence suite asserts against the configuration.
+struct GmmCall {
+  std::string name;    // trace name, e.g. "moe/wi_0/fwd", "moe/dispatch"
+  std::string weight;  // "wi" or "wo" (routed experts); "dense" for other matmuls
+  Pass pass = Pass::kForward;
+  std::string kernel;  // "v1", "v2", or "naive" (double-accumulation loops)
+  // What the kernels read: f32, bf16, fp8_e4m3, fp8_e5m2, int8.
+  std::string lhs_type, rhs_type;
+  // Scale granularity: "none" (unquantized), "row", "row+block:SIZE",
+  // "column", "channel", "block:SIZE".
+  std::string lhs_scales, rhs_scales;
 };
 
 template <class T>
@@ -155,6 +184,8 @@ class MoeLayer {
   void backward(const T* dout, T* dx);
   // Of the last forward (under expert parallelism: of the global batch).
   const RoutingStats& routing() const;
+  // Every matmul call of the last forward and backward (cleared by forward).
+  const std::vector<GmmCall>& calls() const;
   // Aux-loss-free balancing: bias[e] += rate * sign(mean load - load[e]).
   void update_selection_bias(double rate);
   std::vector<Param<T>*> params();

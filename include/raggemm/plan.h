@@ -121,7 +121,8 @@ struct BlockPlan {
 // ---------------------------------------------------------------------------
 // Config keys:
 //   {wi,wo}_tile_{fwd,dlhs,drhs}_{batch_seq,embed_dim,mlp_dim} = positive integer
-//   use_gmm_v2 = true|false             (all passes of both weights)
+//   use_gmm_v2 = auto|true|false        (all passes of both weights; auto: unset,
+//                                        each pass resolves from cache or heuristic)
 //   use_gmm_v2_{fwd,dlhs,drhs} = true|false  (that pass of both weights)
 //   input_buffer_count = 1..4           (all passes of both weights)
 // A bad value or an unknown key throws Error naming the key; an unknown key's

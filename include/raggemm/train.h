@@ -105,6 +105,8 @@ struct TrainConfig {
   int64_t ici_expert_parallelism = 1;
   moe::MoeConfig moe;         // dims, router, dtype, quantization, plans (and use_ring_of_experts)
   std::string resolved_yaml;  // every key with its value, as written to config.yml
+  // The kernel of every pass and the key that chose it (the startup log).
+  std::string kernel_selection;
 
   std::string run_dir() const;
   // Tokens of one process's share of a step.
@@ -159,6 +161,9 @@ struct StepMetrics {
   double comm_time_share = 0;  // expert parallelism: time inside collectives / step time
   double expert_gmm_gflops = 0;
   int64_t max_expert_load = 0;  // largest group of the first MoE layer
+  // Dense path: (token, slot) assignments dropped past capacity, all MoE
+  // layers.
+  int64_t dropped_tokens = 0;
 };
 
 struct TrainResult {

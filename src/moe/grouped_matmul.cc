@@ -35,6 +35,61 @@ double pass_flops(const GroupedProblem& problem) {
 }
 
 // ---------------------------------------------------------------------------
+// The call log: what each call hands to the kernels, derived from the very
+// options the op receives, so a selection bug shows in the record.
+
+// "moe/wi_0/fwd" -> "wi"; names of non-expert matmuls give "dense".
+std::string weight_of(const MatmulContext& context, const char* name) {
+  if (context.kind != OpKind::kExpertGmm) return "dense";
+  const std::string text = name;
+  const size_t first = text.find('/');
+  const std::string part = text.substr(first + 1, text.find('/', first + 1) - first - 1);
+  return part.rfind("wo", 0) == 0 ? "wo" : "wi";
+}
+
+// Naive loops read the caller's T as it is: `naive_type` names it.
+void log_call(const MatmulContext& context, const char* name, Pass pass, const char* kernel,
+              const QuantGmmOptions* quant, const char* naive_type = nullptr) {
+  if (!context.calls) return;
+  GmmCall call;
+  call.name = name;
+  call.weight = weight_of(context, name);
+  call.pass = pass;
+  call.kernel = kernel;
+  if (!quant) {
+    call.lhs_type = call.rhs_type = naive_type ? naive_type : dtype_name(context.dtype);
+    call.lhs_scales = call.rhs_scales = "none";
+  } else {
+    const std::string operand = quant_type_name(recipe_operand_type(quant->recipe));
+    const std::string gradient = quant_type_name(recipe_gradient_type(quant->recipe));
+    const std::string weight_scales = quant->rhs_scaling.block()
+                                          ? "block:" + std::to_string(quant->rhs_scaling.block_size)
+                                          : "channel";
+    switch (pass) {
+      case Pass::kForward:
+        call.lhs_type = operand, call.rhs_type = operand;
+        call.lhs_scales =
+            quant->lhs_k_block > 0 ? "row+block:" + std::to_string(quant->lhs_k_block) : "row";
+        call.rhs_scales = weight_scales;
+        break;
+      case Pass::kGradLhs:
+        call.lhs_type = gradient, call.rhs_type = operand;
+        call.lhs_scales = "row", call.rhs_scales = weight_scales;
+        break;
+      case Pass::kGradRhs:  // lhs [M,K] per row (folded into dout), dout per column
+        call.lhs_type = operand, call.rhs_type = gradient;
+        call.lhs_scales = "row", call.rhs_scales = "column";
+        break;
+    }
+  }
+  context.calls->push_back(std::move(call));
+}
+
+const char* kernel_label(KernelVersion kernel) {
+  return kernel == KernelVersion::kV2 ? "v2" : "v1";
+}
+
+// ---------------------------------------------------------------------------
 // Naive loops with double accumulation (reference backend, and all of T=double).
 
 template <class T>
@@ -126,10 +181,12 @@ TensorView as_dtype(const float* data, Shape shape, DType dtype, Tensor& storage
   return storage.view();
 }
 
-QuantGmmOptions quant_options(const MatmulContext& context) {
+QuantGmmOptions quant_options(const MatmulContext& context, Pass pass) {
   QuantGmmOptions options;
   options.recipe = context.quantization == "int8" ? QuantRecipe::kInt8 : QuantRecipe::kFp8;
   options.rhs_scaling = parse_rhs_scaling(context.weight_scaling, "quantization_weight_scaling");
+  // Activation K-blocks exist in the fwd pass only (the op's contract).
+  if (pass == Pass::kForward) options.lhs_k_block = context.activation_k_block;
   return options;
 }
 
@@ -152,10 +209,20 @@ void ops_gmm(const MatmulContext& context, const ResolvedPassConfig& config, Pas
   if (!context.quantization.empty()) {
     const TensorView lhs_view(DType::kF32, Shape{p.m, lhs_cols}, lhs);
     const TensorView w_view(DType::kF32, Shape{p.weight_groups(), p.k, p.n}, w);
+    const QuantGmmOptions quant = quant_options(context, pass);
+    // Block-wise scales along the contracted K (fwd) need a tile k the block
+    // divides; a tile that the cache or heuristic chose is rounded up to it
+    // (the op refuses only an explicit tile that does not fit).
+    const int64_t k_block =
+        pass == Pass::kForward ? std::max(quant.rhs_scaling.block_size, quant.lhs_k_block) : 0;
+    if (k_block > 0 && config.source.k != PlanSource::kExplicit && options.tiles.k % k_block != 0)
+      options.tiles.k = std::min(p.k, (options.tiles.k + k_block - 1) / k_block * k_block);
+    log_call(context, name, pass, kernel_label(options.kernel), &quant);
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
-    copy_out(quantized_gmm(lhs_view, w_view, sizes, options, quant_options(context)), out);
+    copy_out(quantized_gmm(lhs_view, w_view, sizes, options, quant), out);
     return;
   }
+  log_call(context, name, pass, kernel_label(options.kernel), nullptr);
   Tensor lhs_storage, w_storage;
   TensorView lhs_view, w_view;
   {
@@ -193,6 +260,7 @@ void grouped_forward<float>(const MatmulContext& context, const ResolvedPassConf
                             const char* name, const GroupedProblem& p, const float* x,
                             const float* w, float* out) {
   if (context.backend == MatmulBackend::kReference || tiny(context, p)) {
+    log_call(context, name, Pass::kForward, "naive", nullptr, "f32");
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
     return naive_forward(p, x, w, out,
                          context.backend == MatmulBackend::kReference && worth_parallel(p));
@@ -204,6 +272,7 @@ template <>
 void grouped_forward<double>(const MatmulContext& context, const ResolvedPassConfig&,
                              const char* name, const GroupedProblem& p, const double* x,
                              const double* w, double* out) {
+  log_call(context, name, Pass::kForward, "naive", nullptr, "f64");
   auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
   naive_forward(p, x, w, out, worth_parallel(p));
 }
@@ -221,6 +290,7 @@ void grouped_grad_lhs<float>(const MatmulContext& context, const ResolvedPassCon
                              const char* name, const GroupedProblem& p, const float* dy,
                              const float* w, float* dx) {
   if (context.backend == MatmulBackend::kReference || tiny(context, p)) {
+    log_call(context, name, Pass::kGradLhs, "naive", nullptr, "f32");
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
     return naive_grad_lhs(p, dy, w, dx,
                           context.backend == MatmulBackend::kReference && worth_parallel(p));
@@ -232,6 +302,7 @@ template <>
 void grouped_grad_lhs<double>(const MatmulContext& context, const ResolvedPassConfig&,
                               const char* name, const GroupedProblem& p, const double* dy,
                               const double* w, double* dx) {
+  log_call(context, name, Pass::kGradLhs, "naive", nullptr, "f64");
   auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
   naive_grad_lhs(p, dy, w, dx, worth_parallel(p));
 }
@@ -241,6 +312,7 @@ void grouped_grad_rhs<float>(const MatmulContext& context, const ResolvedPassCon
                              const char* name, const GroupedProblem& p, const float* x,
                              const float* dy, float* dw) {
   if (context.backend == MatmulBackend::kReference || tiny(context, p)) {
+    log_call(context, name, Pass::kGradRhs, "naive", nullptr, "f32");
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
     return naive_grad_rhs(p, x, dy, dw,
                           context.backend == MatmulBackend::kReference && worth_parallel(p));
@@ -252,13 +324,15 @@ void grouped_grad_rhs<float>(const MatmulContext& context, const ResolvedPassCon
   options.local_groups = p.local_groups;
   const TensorView out(DType::kF32, Shape{p.weight_groups(), p.k, p.n}, dw);
   if (!context.quantization.empty()) {
+    const QuantGmmOptions quant = quant_options(context, Pass::kGradRhs);
+    log_call(context, name, Pass::kGradRhs, kernel_label(options.kernel), &quant);
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
     copy_out(quantized_tgmm(TensorView(DType::kF32, Shape{p.m, p.k}, x),
-                            TensorView(DType::kF32, Shape{p.m, p.n}, dy), sizes, options,
-                            quant_options(context)),
+                            TensorView(DType::kF32, Shape{p.m, p.n}, dy), sizes, options, quant),
              dw);
     return;
   }
+  log_call(context, name, Pass::kGradRhs, kernel_label(options.kernel), nullptr);
   Tensor x_storage, dy_storage;
   TensorView x_view, dy_view;
   {
@@ -274,6 +348,7 @@ template <>
 void grouped_grad_rhs<double>(const MatmulContext& context, const ResolvedPassConfig&,
                               const char* name, const GroupedProblem& p, const double* x,
                               const double* dy, double* dw) {
+  log_call(context, name, Pass::kGradRhs, "naive", nullptr, "f64");
   auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
   naive_grad_rhs(p, x, dy, dw, worth_parallel(p));
 }

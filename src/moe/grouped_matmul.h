@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "raggemm/moe.h"
 #include "raggemm/plan.h"
@@ -26,9 +27,11 @@ struct MatmulContext {
   DType dtype = DType::kF32;  // storage of both operands handed to the kernels
   std::string quantization;   // "", "fp8_full", "int8"
   std::string weight_scaling = "channel";
+  int64_t activation_k_block = 0;  // quantized fwd: lhs scales per row and K-block
   int threads = 0;
   Profiler* profiler = nullptr;
   OpKind kind = OpKind::kExpertGmm;
+  std::vector<GmmCall>* calls = nullptr;  // appended to by every call (the layer's call log)
 };
 
 struct GroupedProblem {

@@ -55,10 +55,14 @@ MoeLayer<T>::Impl::Impl(std::string prefix, const MoeConfig& config_, Profiler* 
       profiler(profiler_),
       comm(comm_),
       shard(make_shard(config_, comm_)),
-      experts(expert_context(config_, profiler_)),
-      router(config_, dense_context(config_, profiler_, DType::kF32), config_.embed_dim,
-             config_.router.num_experts, {"router/fwd", "router/dlhs", "router/drhs"}) {
+      experts(expert_context(config_, profiler_, &calls)),
+      router(config_, dense_context(config_, profiler_, DType::kF32, &calls), config_.embed_dim,
+             config_.router.num_experts, {"router/fwd", "router/dlhs", "router/drhs"}),
+      einsums(dense_context(config_, profiler_, config_.dtype, &calls)) {
   validate(config);
+  require(config.sparse_matmul || shard.ranks == 1, "sparse_matmul,ici_expert_parallelism",
+          "false," + std::to_string(shard.ranks),
+          "the dense path runs on one process (expert parallelism needs sparse_matmul=true)");
   if (shard.ranks > 1)
     exchange = config.use_ring_of_experts ? Exchange::kRing : Exchange::kAllToAll;
   const int64_t e = config.router.num_experts, d = config.embed_dim, f = config.mlp_dim;
@@ -238,11 +242,14 @@ void MoeLayer<T>::forward(const T* x, int64_t tokens, T* out) {
   const int64_t rows = tokens * c.router.top_k;
   m.x = x;
   m.tokens = tokens;
-  m.prepare(rows);
+  m.calls.clear();
+  if (c.sparse_matmul) m.prepare(rows);
 
   m.logits.resize(static_cast<size_t>(tokens * e));
   m.router.forward(x, tokens, m.gate.value.data(), m.logits.data());
-  if (m.exchange == Exchange::kRing) {
+  if (!c.sparse_matmul) {
+    m.forward_dense(out);
+  } else if (m.exchange == Exchange::kRing) {
     m.forward_ring(out);
   } else if (m.exchange == Exchange::kAllToAll) {
     m.forward_all_to_all(out);
@@ -277,7 +284,9 @@ void MoeLayer<T>::backward(const T* dout, T* dx) {
   const int64_t e = c.router.num_experts, d = c.embed_dim, k = c.router.top_k;
   const int64_t tokens = m.tokens, rows = tokens * k;
 
-  if (m.exchange == Exchange::kRing) {
+  if (!c.sparse_matmul) {
+    m.backward_dense(dout, dx);
+  } else if (m.exchange == Exchange::kRing) {
     m.backward_ring(dout, dx);
   } else if (m.exchange == Exchange::kAllToAll) {
     m.backward_all_to_all(dout, dx);
@@ -313,6 +322,11 @@ void MoeLayer<T>::backward(const T* dout, T* dx) {
 template <class T>
 const RoutingStats& MoeLayer<T>::routing() const {
   return impl_->stats;
+}
+
+template <class T>
+const std::vector<GmmCall>& MoeLayer<T>::calls() const {
+  return impl_->calls;
 }
 
 template <class T>

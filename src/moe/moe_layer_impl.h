@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "moe/dense.h"
+#include "moe/dense_dispatch.h"
 #include "moe/expert_parallel.h"
 #include "moe/grouped_matmul.h"
 #include "moe/permute.h"
@@ -59,10 +60,15 @@ struct MoeLayer<T>::Impl {
   void backward_all_to_all(const T* dout, T* dx);
   void forward_ring(T* out);
   void backward_ring(const T* dout, T* dx);
+  // The dense path, sparse_matmul=false (moe_layer_dense.cc).
+  void forward_dense(T* out);
+  void backward_dense(const T* dout, T* dx);
+  const PassConfigs& einsum_passes(int64_t width);
 
   MoeConfig config;
   Profiler* profiler;
   Communicator* comm;
+  std::vector<GmmCall> calls;  // of the last forward and backward
   ExpertShard shard;
   Exchange exchange = Exchange::kNone;
   MatmulContext experts;
@@ -89,6 +95,13 @@ struct MoeLayer<T>::Impl {
   RingTokens ring;
   Routing<T> ring_routing;
   std::vector<T> x_all, logits_all, out_all, dout_all, dweights_all, dx_all;
+  // Dense path: slots, uniform group sizes, masks, their einsums' plans.
+  DenseSlots slots;
+  std::vector<int32_t> dense_sizes;
+  std::vector<T> dispatch, combine, dcombine;
+  MatmulContext einsums;
+  PassConfigs einsum_configs{};
+  int64_t einsum_tokens = -1, einsum_width = -1;
   // Backward scratch.
   std::vector<T> dy, dweights, dact, dh0, dh1, dh, dxs, dxs_part, dlogits, dx_part;
 };

@@ -44,8 +44,11 @@ PassConfigs resolve_dense_passes(const MoeConfig& config, int64_t rows, int64_t 
   return out;
 }
 
-MatmulContext expert_context(const MoeConfig& config, Profiler* profiler) {
+MatmulContext expert_context(const MoeConfig& config, Profiler* profiler,
+                             std::vector<GmmCall>* calls) {
   MatmulContext context;
+  context.calls = calls;
+  context.activation_k_block = config.activation_k_block;
   context.backend = config.backend;
   context.dtype = config.dtype;
   context.quantization = config.quantization;
@@ -56,8 +59,9 @@ MatmulContext expert_context(const MoeConfig& config, Profiler* profiler) {
   return context;
 }
 
-MatmulContext dense_context(const MoeConfig& config, Profiler* profiler, DType dtype) {
-  MatmulContext context = expert_context(config, profiler);
+MatmulContext dense_context(const MoeConfig& config, Profiler* profiler, DType dtype,
+                            std::vector<GmmCall>* calls) {
+  MatmulContext context = expert_context(config, profiler, calls);
   context.dtype = dtype;
   context.quantization.clear();
   context.kind = OpKind::kDenseGmm;

@@ -23,7 +23,10 @@ PassConfigs resolve_dense_passes(const MoeConfig& config, int64_t rows, int64_t 
                                  DType dtype);
 
 // The contexts a layer's matmuls run with.
-MatmulContext expert_context(const MoeConfig& config, Profiler* profiler);
-MatmulContext dense_context(const MoeConfig& config, Profiler* profiler, DType dtype);
+// `calls`: the layer's call log, or null.
+MatmulContext expert_context(const MoeConfig& config, Profiler* profiler,
+                             std::vector<GmmCall>* calls = nullptr);
+MatmulContext dense_context(const MoeConfig& config, Profiler* profiler, DType dtype,
+                            std::vector<GmmCall>* calls = nullptr);
 
 }  // namespace raggemm::moe

@@ -11,8 +11,10 @@
 
 #include "raggemm/error.h"
 #include "raggemm/plan.h"
+#include "raggemm/quant.h"
 #include "raggemm/train.h"
 #include "train/size_checks.h"
+#include "train/kernel_selection.h"
 
 namespace raggemm::train {
 namespace {
@@ -66,7 +68,9 @@ std::vector<ConfigKey> build_keys() {
       {"quantization", "", "\"\", fp8_full or int8 (routed expert GMMs)"},
       {"quantization_weight_scaling", "channel", "weight scales: channel or block:SIZE (v2)"},
   };
-  keys.push_back({"use_gmm_v2", "false", "v2 (group-aligned) kernel for every pass"});
+  keys.push_back({"use_gmm_v2", "auto",
+                  "kernel of every pass: true (v2, group-aligned), false (v1), auto (each pass "
+                  "takes the kernel its plan resolves: tune cache, else heuristic)"});
   for (const char* pass : {"fwd", "dlhs", "drhs"}) {
     keys.push_back({std::string("use_gmm_v2_") + pass, "",
                     std::string("kernel of the ") + pass +
@@ -88,6 +92,18 @@ std::vector<ConfigKey> build_keys() {
       {"enable_checkpointing", "false", "write checkpoints and resume from the last one"},
       {"checkpoint_period", "50", "steps between checkpoints"},
       {"profiler", "", "\"\" or trace (Chrome trace-event JSON of every op)"},
+      // Kernel selection and the dense path (docs/moe_configuration.md).
+      {"sparse_matmul", "true",
+       "true: routed experts as grouped matmuls; false: the dense path (dispatch/combine "
+       "masks, batched matmuls over experts), unquantized, one process"},
+      {"capacity_factor", "-1",
+       "dense path: slots per expert = ceil(tokens * top_k / experts * factor); -1 keeps "
+       "every token"},
+      {"megablox", "false", "the megablox kernel (v1) in every pass"},
+      {"use_tokamax_gmm", "false",
+       "the tokamax kernels (v1 and v2, picked by use_gmm_v2*); wins over megablox"},
+      {"quantization_activation_scaling", "row",
+       "quantized activations: row (per token) or block:SIZE (per token and K-block, v2 fwd)"},
   };
   keys.insert(keys.end(), rest.begin(), rest.end());
   // Hardening (issue 16).
@@ -197,20 +213,46 @@ std::string one_of(const Settings& s, const std::string& key,
   fail(key, text.empty() ? "''" : text, "expected one of: " + list);
 }
 
-// The tile plans from the plan keys; per-pass kernel flags may refine
-// use_gmm_v2=false (e.g. the hybrid fwd=v2, dlhs=v1, drhs=v2) but not
-// contradict use_gmm_v2=true.
-BlockPlan build_plan(const Settings& s) {
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+// quantization_activation_scaling: row -> 0, block:SIZE -> SIZE.
+int64_t activation_k_block(const Settings& s) {
+  const std::string& text = s.get("quantization_activation_scaling");
+  if (text == "row") return 0;
+  const RhsScaling blocks = parse_rhs_scaling(text, "quantization_activation_scaling");
+  require(blocks.block(), "quantization_activation_scaling", text, "expected row or block:SIZE");
+  return blocks.block_size;
+}
+
+// The kernel of every pass (kernel_selection.h: MaxText's precedence of
+// use_tokamax_gmm over megablox, use_gmm_v2 auto|true|false, per-pass keys).
+KernelSelection select_kernels(const Settings& s) {
+  KernelKeys keys;
+  keys.sparse_matmul = to_bool(s, "sparse_matmul");
+  keys.megablox = to_bool(s, "megablox");
+  keys.use_tokamax_gmm = to_bool(s, "use_tokamax_gmm");
+  keys.use_gmm_v2 = lower(s.get("use_gmm_v2"));
+  for (Pass pass : kAllPasses)
+    keys.use_gmm_v2_pass[static_cast<size_t>(pass)] =
+        lower(s.get(std::string("use_gmm_v2_") + pass_name(pass)));
+  keys.quantization = s.get("quantization");
+  keys.block_weight_scales =
+      parse_rhs_scaling(s.get("quantization_weight_scaling"), "quantization_weight_scaling")
+          .block();
+  keys.block_activation_scales = activation_k_block(s) > 0;
+  return train::select_kernels(keys);
+}
+
+// The tile plans from the plan keys, the kernels from select_kernels.
+BlockPlan build_plan(const Settings& s, const KernelSelection& kernels) {
   BlockPlan plan;
-  const bool all_v2 = to_bool(s, "use_gmm_v2");
-  apply_plan_setting(plan, "use_gmm_v2", all_v2 ? "true" : "false");
-  for (const char* pass : {"fwd", "dlhs", "drhs"}) {
-    const std::string key = std::string("use_gmm_v2_") + pass;
-    if (s.get(key).empty()) continue;
-    const bool pass_v2 = to_bool(s, key);
-    require(!all_v2 || pass_v2, "use_gmm_v2," + key, "true," + s.get(key),
-            "use_gmm_v2=true sets every pass to v2; drop it to mix kernels per pass");
-    apply_plan_setting(plan, key, pass_v2 ? "true" : "false");
+  for (Weight weight : kAllWeights) {
+    for (Pass pass : kAllPasses)
+      plan.weight(weight).pass(pass).kernel = kernels.kernel[static_cast<size_t>(pass)];
   }
   for (const std::string& key : plan_setting_keys()) {
     if (key.find("_tile_") == std::string::npos && key != "input_buffer_count") continue;
@@ -450,7 +492,16 @@ TrainConfig resolve(const Settings& s) {
   m.dtype = one_of(s, "dtype", {"f32", "bf16"}) == "bf16" ? DType::kBF16 : DType::kF32;
   m.quantization = one_of(s, "quantization", {"", "fp8_full", "int8"});
   m.weight_scaling = s.get("quantization_weight_scaling");
-  m.plan = build_plan(s);
+  m.sparse_matmul = to_bool(s, "sparse_matmul");
+  m.capacity_factor = to_real(s, "capacity_factor", -1);
+  m.activation_k_block = activation_k_block(s);
+  require(m.sparse_matmul || c.ici_expert_parallelism == 1, "sparse_matmul,ici_expert_parallelism",
+          "false," + s.get("ici_expert_parallelism"),
+          "the dense path runs on one process (expert parallelism needs sparse_matmul=true)");
+  const KernelSelection kernels = select_kernels(s);
+  c.kernel_selection =
+      std::string(m.sparse_matmul ? "sparse" : "dense") + " path; " + kernels.describe();
+  m.plan = build_plan(s, kernels);
   m.use_tune_cache = to_bool(s, "gmm_autotune");
   moe::validate(m);
   // Before anything is allocated or written (the run folder included).

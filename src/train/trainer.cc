@@ -55,7 +55,8 @@ nlohmann::json to_json(const StepMetrics& m) {
           {"optimizer_time_share", m.optimizer_time_share},
           {"data_time_share", m.data_time_share},
           {"comm_time_share", m.comm_time_share},
-          {"max_expert_load", m.max_expert_load}};
+          {"max_expert_load", m.max_expert_load},
+          {"dropped_tokens", m.dropped_tokens}};
 }
 
 std::string log_line(const StepMetrics& m, int64_t steps, double floor) {
@@ -64,11 +65,12 @@ std::string log_line(const StepMetrics& m, int64_t steps, double floor) {
       text, sizeof(text),
       "step %5lld/%lld  loss %.4f (floor %.4f)  aux %.4f  lr %.2e | %.3f s  %7.0f tok/s"
       " | gmm %6.1f GFLOP/s, %4.1f%% of step (experts %4.1f%%, dense %4.1f%%, glue %4.1f%%,"
-      " optimizer %4.1f%%)",
+      " optimizer %4.1f%%)%s",
       static_cast<long long>(m.step), static_cast<long long>(steps), m.loss, floor, m.aux_loss,
       m.learning_rate, m.step_time_s, m.tokens_per_s, m.gmm_gflops, 100 * m.gmm_time_share,
       100 * m.expert_gmm_time_share, 100 * m.dense_gmm_time_share, 100 * m.glue_time_share,
-      100 * m.optimizer_time_share);
+      100 * m.optimizer_time_share,
+      m.dropped_tokens > 0 ? (" | dropped " + std::to_string(m.dropped_tokens)).c_str() : "");
   return text;
 }
 
@@ -336,6 +338,7 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
   }
   if (config.moe.router.num_experts > 0 &&
       config.base_num_decoder_layers > config.first_num_dense_layers) {
+    log << "kernels: " << config.kernel_selection << "\n";
     describe_plans(config, log);
   }
   log << "loss floor (entropy rate of the data): " << format("%.4f", result.loss_floor)
@@ -422,6 +425,7 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
     m.glue_time_share = totals.seconds_of(OpKind::kGlue) / seconds;
     m.optimizer_time_share = totals.seconds_of(OpKind::kOptimizer) / seconds;
     m.data_time_share = totals.seconds_of(OpKind::kData) / seconds;
+    for (auto* layer : model.moe_layers()) m.dropped_tokens += layer->routing().dropped;
     if (!model.moe_layers().empty()) {
       for (int32_t size : model.moe_layers()[0]->routing().group_sizes) {
         m.max_expert_load = std::max<int64_t>(m.max_expert_load, size);

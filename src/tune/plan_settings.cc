@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -105,7 +106,10 @@ void apply_plan_setting(BlockPlan& plan, const std::string& key, const std::stri
     }
   }
   if (key == "use_gmm_v2") {
-    const KernelVersion kernel = parse_bool(value, key) ? KernelVersion::kV2 : KernelVersion::kV1;
+    // auto: every pass takes the kernel its plan resolves (cache, else heuristic).
+    std::optional<KernelVersion> kernel;
+    if (value != "auto")
+      kernel = parse_bool(value, key) ? KernelVersion::kV2 : KernelVersion::kV1;
     for (Weight weight : kAllWeights) {
       for (PassConfig& config : plan.weight(weight).passes) config.kernel = kernel;
     }

@@ -62,6 +62,27 @@ std::vector<GradCase> grad_cases() {
     c.router.normalize_top_k = false;
     cases.push_back({"all_experts", c});
   }
+  // The dense path (sparse_matmul=false): every token kept, tokens dropped
+  // past a capacity, and the fused gate|up weight.
+  {
+    MoeConfig c = tiny_config();
+    c.sparse_matmul = false;
+    c.shared_experts = 1;
+    cases.push_back({"dense_keep_all", c});
+  }
+  {
+    MoeConfig c = tiny_config();
+    c.sparse_matmul = false;
+    c.capacity_factor = 0.75;
+    cases.push_back({"dense_capacity_drops", c});
+  }
+  {
+    MoeConfig c = tiny_config();
+    c.sparse_matmul = false;
+    c.fused_gate_up = true;
+    c.router.score_function = ScoreFunction::kSigmoid;
+    cases.push_back({"dense_fused_sigmoid", c});
+  }
   return cases;
 }
 

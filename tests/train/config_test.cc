@@ -133,7 +133,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "use_gmm_v2,use_gmm_v2_dlhs",
                 "every pass"},
         BadCase{"block_scales_with_v1",
-                {"quantization=fp8_full", "quantization_weight_scaling=block:128"},
+                {"quantization=fp8_full", "quantization_weight_scaling=block:128",
+                 "use_gmm_v2_fwd=false"},
                 "quantization_weight_scaling,use_gmm_v2_fwd",
                 "v2"},
         BadCase{"zero_tile", {"wo_tile_drhs_mlp_dim=0"}, "wo_tile_drhs_mlp_dim", "positive"},
@@ -312,6 +313,60 @@ TEST(ConfigTest, TileKeyAboveTheLimitNamesTheKey) {
 TEST(ConfigTest, BlockScalesAcceptedWithV2) {
   EXPECT_NO_THROW(resolve(parse_train_arguments(
       {"quantization=fp8_full", "quantization_weight_scaling=block:128", "use_gmm_v2=true"})));
+}
+
+// Issue 19: the dense path, kernel selection keys and activation scaling.
+INSTANTIATE_TEST_SUITE_P(
+    KernelSelection, ConfigErrorTest,
+    ::testing::Values(
+        BadCase{"activation_blocks_with_v1",
+                {"quantization=fp8_full", "quantization_activation_scaling=block:128",
+                 "use_gmm_v2_fwd=false"},
+                "quantization_activation_scaling,use_gmm_v2_fwd",
+                "v2"},
+        BadCase{"activation_block_size",
+                {"quantization=fp8_full", "quantization_activation_scaling=block:7"},
+                "quantization_activation_scaling",
+                "32..512"},
+        BadCase{"activation_scaling_word",
+                {"quantization_activation_scaling=column"},
+                "quantization_activation_scaling",
+                "block:SIZE"},
+        BadCase{"megablox_with_v2", {"megablox=true", "use_gmm_v2=true"}, "megablox,use_gmm_v2",
+                "v1"},
+        BadCase{"dense_quantized",
+                {"sparse_matmul=false", "quantization=int8"},
+                "sparse_matmul,quantization",
+                "unquantized"},
+        BadCase{"dense_expert_parallel",
+                {"sparse_matmul=false", "ici_expert_parallelism=2"},
+                "sparse_matmul,ici_expert_parallelism",
+                "one process"},
+        BadCase{"capacity_on_sparse", {"capacity_factor=1.25"}, "capacity_factor,sparse_matmul",
+                "dense path"},
+        BadCase{"bad_use_gmm_v2", {"use_gmm_v2=maybe"}, "use_gmm_v2", "auto"}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(ConfigTest, KernelSelectionKeysResolve) {
+  const TrainConfig defaults = resolve(parse_train_arguments({}));
+  EXPECT_TRUE(defaults.moe.sparse_matmul);
+  EXPECT_EQ(defaults.moe.capacity_factor, -1);
+  EXPECT_FALSE(defaults.moe.plan.wi.pass(Pass::kForward).kernel.has_value());  // auto
+  EXPECT_NE(defaults.kernel_selection.find("fwd auto (use_gmm_v2=auto"), std::string::npos)
+      << defaults.kernel_selection;
+  const TrainConfig blocks = resolve(parse_train_arguments(
+      {"quantization=fp8_full", "quantization_activation_scaling=block:128"}));
+  EXPECT_EQ(blocks.moe.activation_k_block, 128);
+  EXPECT_EQ(blocks.moe.plan.wo.pass(Pass::kForward).kernel, KernelVersion::kV2);
+  EXPECT_FALSE(blocks.moe.plan.wo.pass(Pass::kGradLhs).kernel.has_value());
+  const TrainConfig tokamax = resolve(parse_train_arguments(
+      {"use_tokamax_gmm=true", "megablox=true", "use_gmm_v2=true", "sparse_matmul=false",
+       "capacity_factor=1.5"}));
+  EXPECT_EQ(tokamax.moe.plan.wi.pass(Pass::kGradLhs).kernel, KernelVersion::kV2);
+  EXPECT_FALSE(tokamax.moe.sparse_matmul);
+  EXPECT_EQ(tokamax.moe.capacity_factor, 1.5);
+  const TrainConfig megablox = resolve(parse_train_arguments({"megablox=true"}));
+  EXPECT_EQ(megablox.moe.plan.wo.pass(Pass::kGradRhs).kernel, KernelVersion::kV1);
 }
 
 TEST(ConfigTest, ResolvedYamlRoundTrips) {
