@@ -15,6 +15,9 @@ void bind_quantization(nanobind::module_& module);
 // resolve_plan: the resolved per-pass configs of one weight (raggemm/plan.h).
 void bind_plan(nanobind::module_& module);
 
+// tune: the CLI's block tuner into the tune cache (tune/tune_block.h).
+void bind_tune(nanobind::module_& module);
+
 // `xla_ffi_targets()`: {target name: PyCapsule of the XLA FFI handler} for
 // jax.ffi.register_ffi_target; empty when built without the XLA headers.
 void bind_xla_ffi(nanobind::module_& module);

@@ -6,11 +6,13 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <tuple>
 
 #include "python/bindings.h"
+#include "python/call_resolution.h"
 #include "python/ndarray_view.h"
 #include "raggemm/error.h"
 #include "raggemm/gmm.h"
@@ -41,6 +43,15 @@ Tiles tiles_of(const std::optional<TileTuple>& tiles) {
   if (!tiles) return {};
   const auto [m, k, n] = *tiles;
   return Tiles{m, k, n};
+}
+
+// Block-scaled weights need forward k-tiles that are whole blocks (as the
+// CLI rounds them): a resolved k is rounded up to the block size.
+void round_k_to_weight_blocks(const QuantGmmOptions& quant, bool transpose_rhs, int64_t k,
+                              Tiles& tiles) {
+  if (transpose_rhs || !quant.rhs_scaling.block()) return;
+  const int64_t block = quant.rhs_scaling.block_size;
+  tiles.k = std::min(k, (tiles.k + block - 1) / block * block);
 }
 
 std::optional<TensorView> optional_view(const std::optional<InputArray>& array,
@@ -80,10 +91,13 @@ nb::object gmm(const InputArray& lhs, const std::string& lhs_dtype, const InputA
       view_of(group_sizes, parse_dtype(sizes_dtype, "group_sizes"), "group_sizes");
   GmmOptions options;
   options.transpose_rhs = transpose_rhs;
-  options.tiles = tiles_of(tiles);
-  options.kernel = parse_kernel(kernel, "kernel");
-  options.input_buffer_count = buffers;
-  options.threads = threads;
+  CallSettings settings{tiles_of(tiles), kernel, buffers, threads, quant.has_value()};
+  // The fused output stage is v2's: an unset kernel resolves to it.
+  const bool fused = swiglu || col_scale || col_bias || row_scale;
+  if (fused && settings.kernel == "auto") settings.kernel = kernel_name(KernelVersion::kV2);
+  apply(resolve_call(transpose_rhs ? Pass::kGradLhs : Pass::kForward, lhs_view, rhs_view,
+                     sizes_view, settings, group_offset, local_groups),
+        threads, options);
   options.group_offset = group_offset;
   options.local_groups = local_groups;
   options.fuse_swiglu = swiglu;
@@ -93,6 +107,7 @@ nb::object gmm(const InputArray& lhs, const std::string& lhs_dtype, const InputA
 
   if (quant) {
     const QuantGmmOptions quant_options = QuantArgs{quant, rhs_scales, lhs_k_block}.options();
+    round_k_to_weight_blocks(quant_options, transpose_rhs, lhs_view.dim(1), options.tiles);
     return quantized_to_numpy(
         [&] { return quantized_gmm(lhs_view, rhs_view, sizes_view, options, quant_options); });
   }
@@ -117,10 +132,10 @@ nb::object tgmm(const InputArray& lhs, const std::string& lhs_dtype, const Input
   const TensorView sizes_view =
       view_of(group_sizes, parse_dtype(sizes_dtype, "group_sizes"), "group_sizes");
   TgmmOptions options;
-  options.tiles = tiles_of(tiles);
-  options.kernel = parse_kernel(kernel, "kernel");
-  options.input_buffer_count = buffers;
-  options.threads = threads;
+  const CallSettings settings{tiles_of(tiles), kernel, buffers, threads, quant.has_value()};
+  apply(resolve_call(Pass::kGradRhs, lhs_view, dout_view, sizes_view, settings, group_offset,
+                     local_groups),
+        threads, options);
   options.group_offset = group_offset;
   options.local_groups = local_groups;
 

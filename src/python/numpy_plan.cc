@@ -4,14 +4,17 @@
 // into a raggemm.Plan for the numpy API and raggemm.jax.ragged_dot.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "python/bindings.h"
+#include "python/call_resolution.h"
 #include "python/ndarray_view.h"
 #include "raggemm/error.h"
 #include "raggemm/plan.h"
@@ -74,6 +77,27 @@ nb::dict resolve_plan(const std::string& weight_name, int64_t batch_seq, int64_t
   return out;
 }
 
+// What one numpy/torch/JAX call with these operands and settings runs:
+// the fields it leaves unset resolved as the call resolves them.
+nb::dict resolve_call_config(const std::string& pass_text, const InputArray& a,
+                             const std::string& a_dtype, const InputArray& b,
+                             const std::string& b_dtype, const InputArray& group_sizes,
+                             const std::string& sizes_dtype,
+                             const std::optional<std::tuple<int64_t, int64_t, int64_t>>& tiles,
+                             const std::string& kernel, int buffers, int threads) {
+  const Pass pass = parse_pass(pass_text, "pass");
+  CallSettings settings;
+  if (tiles) settings.tiles = Tiles{std::get<0>(*tiles), std::get<1>(*tiles), std::get<2>(*tiles)};
+  settings.kernel = kernel;
+  settings.buffers = buffers;
+  settings.threads = threads;
+  return pass_dict(resolve_call(pass, view_of(a, parse_dtype(a_dtype, "a"), "a"),
+                                view_of(b, parse_dtype(b_dtype, "b"), "b"),
+                                view_of(group_sizes, parse_dtype(sizes_dtype, "group_sizes"),
+                                        "group_sizes"),
+                                settings));
+}
+
 }  // namespace
 
 void bind_plan(nb::module_& module) {
@@ -82,6 +106,10 @@ void bind_plan(nb::module_& module) {
              nb::arg("group_sizes").none(), nb::arg("cache_path").none(), nb::arg("use_cache"),
              nb::arg("dtype"));
   module.def("plan_setting_keys", &plan_setting_keys);
+  module.def("resolve_call", &resolve_call_config, nb::arg("pass"), nb::arg("a"),
+             nb::arg("a_dtype"), nb::arg("b"), nb::arg("b_dtype"), nb::arg("group_sizes"),
+             nb::arg("group_sizes_dtype"), nb::arg("tiles").none(), nb::arg("kernel"),
+             nb::arg("buffers"), nb::arg("threads"));
 }
 
 }  // namespace raggemm::python
