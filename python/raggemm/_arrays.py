@@ -13,6 +13,8 @@ import numpy as np
 from . import _raggemm
 
 Error = _raggemm.Error
+Error.__doc__ = ("Bad input to raggemm (a ValueError): the message starts with the argument "
+                 "and its value, e.g. 'lhs=[4,10]: array must be C-contiguous'.")
 
 
 def _optional_ml_dtypes():
