@@ -34,6 +34,36 @@ double pass_flops(const GroupedProblem& problem) {
          static_cast<double>(problem.n);
 }
 
+// The weight a call belongs to, from its name ("moe/wi/fwd" -> "wi",
+// "router/fwd" -> "router").
+std::string weight_of(const char* name) {
+  const std::string text(name);
+  const size_t first = text.find('/');
+  const size_t second = first == std::string::npos ? first : text.find('/', first + 1);
+  if (second == std::string::npos) return text.substr(0, first);
+  return text.substr(first + 1, second - first - 1);
+}
+
+// A GMM event's trace args (raggemm/profiler.h): what ran and on what.
+// M, K, N are the weight's problem: x [M,K], w [G,K,N] (dlhs contracts N,
+// drhs contracts M); kernel "naive" for the f64-accumulating loops (the
+// reference backend, T = double, and matmuls too narrow for a tiled kernel).
+Profiler::Scope& annotate(Profiler::Scope& scope, const char* name, Pass pass,
+                          const ResolvedPassConfig& config, const GroupedProblem& p,
+                          bool reference) {
+  if (!scope.tracing()) return scope;
+  scope.arg("pass", pass_name(pass)).arg("weight", weight_of(name));
+  scope.arg("kernel", reference ? "naive" : kernel_name(config.kernel));
+  if (!reference) {
+    scope.arg("tile_m", config.tiles.m).arg("tile_k", config.tiles.k).arg("tile_n", config.tiles.n);
+    scope.arg("tile_m_source", source_name(config.source.m))
+        .arg("tile_k_source", source_name(config.source.k))
+        .arg("tile_n_source", source_name(config.source.n))
+        .arg("kernel_source", source_name(config.source.kernel));
+  }
+  return scope.arg("M", p.m).arg("K", p.k).arg("N", p.n).arg("G", p.weight_groups());
+}
+
 // ---------------------------------------------------------------------------
 // Naive loops with double accumulation (reference backend, and all of T=double).
 
@@ -153,6 +183,7 @@ void ops_gmm(const MatmulContext& context, const ResolvedPassConfig& config, Pas
     const TensorView lhs_view(DType::kF32, Shape{p.m, lhs_cols}, lhs);
     const TensorView w_view(DType::kF32, Shape{p.weight_groups(), p.k, p.n}, w);
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+    annotate(scope, name, pass, config, p, /*reference=*/false);
     copy_out(quantized_gmm(lhs_view, w_view, sizes, options, quant_options(context)), out);
     return;
   }
@@ -164,6 +195,7 @@ void ops_gmm(const MatmulContext& context, const ResolvedPassConfig& config, Pas
     w_view = as_dtype(w, Shape{p.weight_groups(), p.k, p.n}, context.dtype, w_storage);
   }
   auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+  annotate(scope, name, pass, config, p, /*reference=*/false);
   gmm_into(lhs_view, w_view, sizes, TensorView(DType::kF32, Shape{p.m, out_cols}, out), options);
 }
 
@@ -194,6 +226,7 @@ void grouped_forward<float>(const MatmulContext& context, const ResolvedPassConf
                             const float* w, float* out) {
   if (context.backend == MatmulBackend::kReference || tiny(context, p)) {
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+    annotate(scope, name, Pass::kForward, config, p, /*reference=*/true);
     return naive_forward(p, x, w, out,
                          context.backend == MatmulBackend::kReference && worth_parallel(p));
   }
@@ -201,10 +234,11 @@ void grouped_forward<float>(const MatmulContext& context, const ResolvedPassConf
 }
 
 template <>
-void grouped_forward<double>(const MatmulContext& context, const ResolvedPassConfig&,
+void grouped_forward<double>(const MatmulContext& context, const ResolvedPassConfig& config,
                              const char* name, const GroupedProblem& p, const double* x,
                              const double* w, double* out) {
   auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+  annotate(scope, name, Pass::kForward, config, p, /*reference=*/true);
   naive_forward(p, x, w, out, worth_parallel(p));
 }
 
@@ -222,6 +256,7 @@ void grouped_grad_lhs<float>(const MatmulContext& context, const ResolvedPassCon
                              const float* w, float* dx) {
   if (context.backend == MatmulBackend::kReference || tiny(context, p)) {
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+    annotate(scope, name, Pass::kGradLhs, config, p, /*reference=*/true);
     return naive_grad_lhs(p, dy, w, dx,
                           context.backend == MatmulBackend::kReference && worth_parallel(p));
   }
@@ -229,10 +264,11 @@ void grouped_grad_lhs<float>(const MatmulContext& context, const ResolvedPassCon
 }
 
 template <>
-void grouped_grad_lhs<double>(const MatmulContext& context, const ResolvedPassConfig&,
+void grouped_grad_lhs<double>(const MatmulContext& context, const ResolvedPassConfig& config,
                               const char* name, const GroupedProblem& p, const double* dy,
                               const double* w, double* dx) {
   auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+  annotate(scope, name, Pass::kGradLhs, config, p, /*reference=*/true);
   naive_grad_lhs(p, dy, w, dx, worth_parallel(p));
 }
 
@@ -242,6 +278,7 @@ void grouped_grad_rhs<float>(const MatmulContext& context, const ResolvedPassCon
                              const float* dy, float* dw) {
   if (context.backend == MatmulBackend::kReference || tiny(context, p)) {
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+    annotate(scope, name, Pass::kGradRhs, config, p, /*reference=*/true);
     return naive_grad_rhs(p, x, dy, dw,
                           context.backend == MatmulBackend::kReference && worth_parallel(p));
   }
@@ -253,6 +290,7 @@ void grouped_grad_rhs<float>(const MatmulContext& context, const ResolvedPassCon
   const TensorView out(DType::kF32, Shape{p.weight_groups(), p.k, p.n}, dw);
   if (!context.quantization.empty()) {
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+    annotate(scope, name, Pass::kGradRhs, config, p, /*reference=*/false);
     copy_out(quantized_tgmm(TensorView(DType::kF32, Shape{p.m, p.k}, x),
                             TensorView(DType::kF32, Shape{p.m, p.n}, dy), sizes, options,
                             quant_options(context)),
@@ -267,14 +305,16 @@ void grouped_grad_rhs<float>(const MatmulContext& context, const ResolvedPassCon
     dy_view = as_dtype(dy, Shape{p.m, p.n}, context.dtype, dy_storage);
   }
   auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+  annotate(scope, name, Pass::kGradRhs, config, p, /*reference=*/false);
   tgmm_into(x_view, dy_view, sizes, out, options);
 }
 
 template <>
-void grouped_grad_rhs<double>(const MatmulContext& context, const ResolvedPassConfig&,
+void grouped_grad_rhs<double>(const MatmulContext& context, const ResolvedPassConfig& config,
                               const char* name, const GroupedProblem& p, const double* x,
                               const double* dy, double* dw) {
   auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+  annotate(scope, name, Pass::kGradRhs, config, p, /*reference=*/true);
   naive_grad_rhs(p, x, dy, dw, worth_parallel(p));
 }
 
