@@ -18,10 +18,13 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <variant>
 #include <vector>
+
+#include "raggemm/plan.h"
 
 namespace raggemm {
 
@@ -79,6 +82,11 @@ class Profiler {
   Totals take_totals();
   bool recording() const { return record_trace_; }
   size_t event_count() const { return events_.size(); }
+  // A span recorded after the fact, from `start` to now (for callers that
+  // cannot hold a Scope open, such as Python's `with raggemm.trace_span`).
+  void record_span(std::string name, std::chrono::steady_clock::time_point start,
+                   TraceArgs args);
+
   // Writes {"traceEvents": [...]} atomically.
   void write_trace(const std::string& path) const;
   // The trace as JSON text.
@@ -86,13 +94,13 @@ class Profiler {
 
  private:
   friend class Scope;
-  void record(const char* name, OpKind kind, double flops,
+  void record(std::string_view name, OpKind kind, double flops,
               std::chrono::steady_clock::time_point start,
               std::chrono::steady_clock::time_point end, TraceArgs args);
   int thread_index();  // under mutex_
 
   struct Event {
-    const char* name;
+    std::string name;
     OpKind kind;
     double flops;
     int64_t start_ns;
@@ -115,5 +123,13 @@ inline Profiler::Scope profile(Profiler* profiler, const char* name, OpKind kind
                                double flops = 0) {
   return Profiler::Scope(profiler, name, kind, flops);
 }
+
+// The args of a GMM event: pass, weight, kernel, tile_m/k/n with their
+// sources (tile_m_source, ..., kernel_source), M, K, N, G. `config` null: the
+// naive f64-accumulating loops ran (kernel "naive", no tiles). M, K, N are
+// the weight's problem: x [M,K], w [G,K,N] (dlhs contracts N, drhs M).
+void annotate_gmm(Profiler::Scope& scope, Pass pass, const std::string& weight,
+                  const ResolvedPassConfig* config, int64_t m, int64_t k, int64_t n,
+                  int64_t groups);
 
 }  // namespace raggemm

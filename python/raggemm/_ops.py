@@ -34,7 +34,8 @@ def _tgmm_out(lhs, dout, group_sizes, local_groups):
 
 def gmm(lhs, rhs, group_sizes, *, transpose_rhs=False, tiles=None, kernel=None, buffers=None,
         threads=0, group_offset=0, local_groups=-1, swiglu=False, col_scale=None,
-        col_bias=None, row_scale=None, quant=None, rhs_scales="channel", lhs_k_block=0):
+        col_bias=None, row_scale=None, quant=None, rhs_scales="channel", lhs_k_block=0,
+        weight=None):
     """Grouped matmul: ``out[i] = lhs[i] @ rhs[group(i)]`` (``@ rhs[g].T`` with transpose_rhs).
 
     lhs ``[M, K]``; rhs ``[G, K, N]`` (``[G, N, K]`` with transpose_rhs); group_sizes
@@ -56,6 +57,7 @@ def gmm(lhs, rhs, group_sizes, *, transpose_rhs=False, tiles=None, kernel=None, 
     row and K-block of lhs_k_block; rhs per expert and column with
     rhs_scales="channel", or in K-blocks with "block:SIZE") and the result stays
     float32. With transpose_rhs this is the quantized dlhs pass.
+    weight: a label for raggemm.trace's events ("wi", "wo", ...); no effect otherwise.
     Bad input raises raggemm.Error (a ValueError) naming the argument.
     """
     lhs, lhs_dtype = to_raw(lhs, "lhs")
@@ -67,12 +69,14 @@ def gmm(lhs, rhs, group_sizes, *, transpose_rhs=False, tiles=None, kernel=None, 
                           kernel_name(kernel), buffer_count(buffers), threads,
                           group_offset, local_groups, bool(swiglu),
                           optional_f32(col_scale, "col_scale"),
-                          optional_f32(col_bias, "col_bias"), optional_f32(row_scale, "row_scale"), quant, rhs_scales, lhs_k_block)
+                          optional_f32(col_bias, "col_bias"),
+                          optional_f32(row_scale, "row_scale"), quant, rhs_scales, lhs_k_block,
+                          weight or "")
     return out if result is None else result
 
 
 def tgmm(lhs, dout, group_sizes, *, tiles=None, kernel=None, buffers=None, threads=0,
-         group_offset=0, local_groups=-1, quant=None):
+         group_offset=0, local_groups=-1, quant=None, weight=None):
     """Transposed grouped matmul: ``out[g] = lhs[rows of g].T @ dout[rows of g]``.
 
     lhs ``[M, K]``, dout ``[M, N]``, group_sizes ``[G]``. Returns a new float32
@@ -89,5 +93,5 @@ def tgmm(lhs, dout, group_sizes, *, tiles=None, kernel=None, buffers=None, threa
     result = _raggemm.tgmm(lhs, lhs_dtype, dout, dout_dtype, group_sizes, sizes_dtype, out,
                            tile_tuple(tiles), kernel_name(kernel),
                            buffer_count(buffers), threads, group_offset,
-                           local_groups, quant, "channel")
+                           local_groups, quant, "channel", weight or "")
     return out if result is None else result

@@ -86,7 +86,7 @@ def _ffi(a, b, group_sizes, group_offset, *, mode, plan, groups, local):
     return call(a, b, group_sizes, group_offset, tile_m=np.int64(m), tile_k=np.int64(k),
                 tile_n=np.int64(n), kernel=config.kernel or "auto",
                 buffers=np.int64(config.buffers or 0), threads=np.int64(config.threads),
-                local_groups=np.int64(groups if local else -1))
+                local_groups=np.int64(groups if local else -1), weight=plan.weight or "")
 
 
 ragged_dot_p.def_abstract_eval(_abstract_eval)

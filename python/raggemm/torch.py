@@ -66,7 +66,7 @@ def _threads(threads: int) -> int:
     return threads if threads > 0 else torch.get_num_threads()
 
 
-def _run_gmm(a, rhs, group_sizes, config, threads, transpose_rhs, argument):
+def _run_gmm(a, rhs, group_sizes, config, threads, weight, transpose_rhs, argument):
     pass_index = 1 if transpose_rhs else 0
     tiles, kernel, buffers = _pass_args(config, pass_index)
     a, a_dtype = _operand(a, argument)
@@ -79,27 +79,27 @@ def _run_gmm(a, rhs, group_sizes, config, threads, transpose_rhs, argument):
                       dtype=torch.float32)
     _raggemm.gmm(a, a_dtype, rhs, rhs_dtype, sizes, sizes_dtype, out, transpose_rhs, tiles,
                  kernel, buffers, _threads(threads), 0, -1, False, None, None, None, None,
-                 "channel", 0)
+                 "channel", 0, weight)
     return out
 
 
 @torch.library.custom_op("raggemm::gmm", mutates_args=())
 def _gmm(lhs: torch.Tensor, rhs: torch.Tensor, group_sizes: torch.Tensor, config: list[int],
-         threads: int) -> torch.Tensor:
+         threads: int, weight: str) -> torch.Tensor:
     """float32 [M, N]: row i = lhs[i] @ rhs[group(i)]; zero past sum(group_sizes)."""
-    return _run_gmm(lhs, rhs, group_sizes, config, threads, False, "lhs")
+    return _run_gmm(lhs, rhs, group_sizes, config, threads, weight, False, "lhs")
 
 
 @torch.library.custom_op("raggemm::gmm_dlhs", mutates_args=())
 def _gmm_dlhs(dout: torch.Tensor, rhs: torch.Tensor, group_sizes: torch.Tensor,
-              config: list[int], threads: int) -> torch.Tensor:
+              config: list[int], threads: int, weight: str) -> torch.Tensor:
     """float32 [M, K]: row i = dout[i] @ rhs[group(i)]^T (the gradient wrt lhs)."""
-    return _run_gmm(dout, rhs, group_sizes, config, threads, True, "dout")
+    return _run_gmm(dout, rhs, group_sizes, config, threads, weight, True, "dout")
 
 
 @torch.library.custom_op("raggemm::tgmm", mutates_args=())
 def _tgmm(lhs: torch.Tensor, dout: torch.Tensor, group_sizes: torch.Tensor, config: list[int],
-          threads: int) -> torch.Tensor:
+          threads: int, weight: str) -> torch.Tensor:
     """float32 [G, K, N]: out[g] = lhs[rows g]^T @ dout[rows g] (the gradient wrt rhs)."""
     tiles, kernel, buffers = _pass_args(config, 2)
     lhs, lhs_dtype = _operand(lhs, "lhs")
@@ -110,30 +110,30 @@ def _tgmm(lhs: torch.Tensor, dout: torch.Tensor, group_sizes: torch.Tensor, conf
                     f"group_sizes={list(sizes.shape)}: expected [M, K], [M, N] and [G]")
     out = torch.empty((sizes.shape[0], lhs.shape[1], dout.shape[1]), dtype=torch.float32)
     _raggemm.tgmm(lhs, lhs_dtype, dout, dout_dtype, sizes, sizes_dtype, out, tiles, kernel,
-                  buffers, _threads(threads), 0, -1, None, "channel")
+                  buffers, _threads(threads), 0, -1, None, "channel", weight)
     return out
 
 
 @_gmm.register_fake
-def _(lhs, rhs, group_sizes, config, threads):
+def _(lhs, rhs, group_sizes, config, threads, weight):
     return lhs.new_empty((lhs.shape[0], rhs.shape[2]), dtype=torch.float32)
 
 
 @_gmm_dlhs.register_fake
-def _(dout, rhs, group_sizes, config, threads):
+def _(dout, rhs, group_sizes, config, threads, weight):
     return dout.new_empty((dout.shape[0], rhs.shape[1]), dtype=torch.float32)
 
 
 @_tgmm.register_fake
-def _(lhs, dout, group_sizes, config, threads):
+def _(lhs, dout, group_sizes, config, threads, weight):
     return lhs.new_empty((group_sizes.shape[0], lhs.shape[1], dout.shape[1]),
                          dtype=torch.float32)
 
 
 def _setup_context(ctx, inputs, output):
-    lhs, rhs, group_sizes, config, threads = inputs
+    lhs, rhs, group_sizes, config, threads, weight = inputs
     ctx.save_for_backward(lhs, rhs, group_sizes)
-    ctx.config, ctx.threads = config, threads
+    ctx.settings = (config, threads, weight)  # the passes of the backward reuse them
 
 
 # The op is bilinear, so each of its gradients is one of our other passes;
@@ -144,10 +144,10 @@ def _gmm_backward(ctx, dout):
     dout = dout.contiguous()
     dlhs = drhs = None
     if ctx.needs_input_grad[0]:
-        dlhs = _gmm_dlhs(dout, rhs, group_sizes, ctx.config, ctx.threads).to(lhs.dtype)
+        dlhs = _gmm_dlhs(dout, rhs, group_sizes, *ctx.settings).to(lhs.dtype)
     if ctx.needs_input_grad[1]:
-        drhs = _tgmm(lhs, dout, group_sizes, ctx.config, ctx.threads).to(rhs.dtype)
-    return dlhs, drhs, None, None, None
+        drhs = _tgmm(lhs, dout, group_sizes, *ctx.settings).to(rhs.dtype)
+    return dlhs, drhs, None, None, None, None
 
 
 def _dlhs_backward(ctx, grad):
@@ -156,10 +156,10 @@ def _dlhs_backward(ctx, grad):
     grad = grad.contiguous()
     d_dout = d_rhs = None
     if ctx.needs_input_grad[0]:
-        d_dout = _gmm(grad, rhs, group_sizes, ctx.config, ctx.threads).to(dout.dtype)
+        d_dout = _gmm(grad, rhs, group_sizes, *ctx.settings).to(dout.dtype)
     if ctx.needs_input_grad[1]:
-        d_rhs = _tgmm(grad, dout, group_sizes, ctx.config, ctx.threads).to(rhs.dtype)
-    return d_dout, d_rhs, None, None, None
+        d_rhs = _tgmm(grad, dout, group_sizes, *ctx.settings).to(rhs.dtype)
+    return d_dout, d_rhs, None, None, None, None
 
 
 def _tgmm_backward(ctx, grad):
@@ -168,10 +168,10 @@ def _tgmm_backward(ctx, grad):
     grad = grad.contiguous()
     d_lhs = d_dout = None
     if ctx.needs_input_grad[0]:
-        d_lhs = _gmm_dlhs(dout, grad, group_sizes, ctx.config, ctx.threads).to(lhs.dtype)
+        d_lhs = _gmm_dlhs(dout, grad, group_sizes, *ctx.settings).to(lhs.dtype)
     if ctx.needs_input_grad[1]:
-        d_dout = _gmm(lhs, grad, group_sizes, ctx.config, ctx.threads).to(dout.dtype)
-    return d_lhs, d_dout, None, None, None
+        d_dout = _gmm(lhs, grad, group_sizes, *ctx.settings).to(dout.dtype)
+    return d_lhs, d_dout, None, None, None, None
 
 
 for _op, _backward in ((_gmm, _gmm_backward), (_gmm_dlhs, _dlhs_backward),
@@ -214,7 +214,7 @@ def ragged_dot(lhs: torch.Tensor, rhs: torch.Tensor, group_sizes: torch.Tensor, 
     non-contiguous ones are copied. Bad input raises raggemm.Error.
     """
     config, threads = _plan_config(plan), _check_threads(threads)
-    out = _gmm(lhs, rhs, group_sizes, config, threads)
+    out = _gmm(lhs, rhs, group_sizes, config, threads, (plan and plan.weight) or "")
     return out.to(out_dtype or torch.promote_types(lhs.dtype, rhs.dtype))
 
 

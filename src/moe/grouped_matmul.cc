@@ -44,24 +44,13 @@ std::string weight_of(const char* name) {
   return text.substr(first + 1, second - first - 1);
 }
 
-// A GMM event's trace args (raggemm/profiler.h): what ran and on what.
-// M, K, N are the weight's problem: x [M,K], w [G,K,N] (dlhs contracts N,
-// drhs contracts M); kernel "naive" for the f64-accumulating loops (the
-// reference backend, T = double, and matmuls too narrow for a tiled kernel).
-Profiler::Scope& annotate(Profiler::Scope& scope, const char* name, Pass pass,
-                          const ResolvedPassConfig& config, const GroupedProblem& p,
-                          bool reference) {
-  if (!scope.tracing()) return scope;
-  scope.arg("pass", pass_name(pass)).arg("weight", weight_of(name));
-  scope.arg("kernel", reference ? "naive" : kernel_name(config.kernel));
-  if (!reference) {
-    scope.arg("tile_m", config.tiles.m).arg("tile_k", config.tiles.k).arg("tile_n", config.tiles.n);
-    scope.arg("tile_m_source", source_name(config.source.m))
-        .arg("tile_k_source", source_name(config.source.k))
-        .arg("tile_n_source", source_name(config.source.n))
-        .arg("kernel_source", source_name(config.source.kernel));
-  }
-  return scope.arg("M", p.m).arg("K", p.k).arg("N", p.n).arg("G", p.weight_groups());
+// A GMM event's trace args (raggemm/profiler.h); `reference`: the naive
+// loops ran (the reference backend, T = double, or a matmul too narrow for a
+// tiled kernel).
+void annotate(Profiler::Scope& scope, const char* name, Pass pass,
+              const ResolvedPassConfig& config, const GroupedProblem& p, bool reference) {
+  annotate_gmm(scope, pass, weight_of(name), reference ? nullptr : &config, p.m, p.k, p.n,
+               p.weight_groups());
 }
 
 // ---------------------------------------------------------------------------

@@ -52,7 +52,7 @@ int Profiler::thread_index() {
   return it->second;
 }
 
-void Profiler::record(const char* name, OpKind kind, double flops,
+void Profiler::record(std::string_view name, OpKind kind, double flops,
                       std::chrono::steady_clock::time_point start,
                       std::chrono::steady_clock::time_point end, TraceArgs args) {
   const double seconds = std::chrono::duration<double>(end - start).count();
@@ -62,11 +62,16 @@ void Profiler::record(const char* name, OpKind kind, double flops,
   if (kind == OpKind::kDenseGmm) totals_.dense_gmm_flops += flops;
   if (record_trace_) {
     events_.push_back(
-        Event{name, kind, flops,
+        Event{std::string(name), kind, flops,
               std::chrono::duration_cast<std::chrono::nanoseconds>(start - origin_).count(),
               std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count(),
               thread_index(), std::move(args)});
   }
+}
+
+void Profiler::record_span(std::string name, std::chrono::steady_clock::time_point start,
+                           TraceArgs args) {
+  record(name, OpKind::kSpan, 0, start, std::chrono::steady_clock::now(), std::move(args));
 }
 
 Profiler::Totals Profiler::take_totals() {
@@ -114,6 +119,23 @@ std::string Profiler::trace_json() const {
   }
   const nlohmann::json trace = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
   return trace.dump();
+}
+
+void annotate_gmm(Profiler::Scope& scope, Pass pass, const std::string& weight,
+                  const ResolvedPassConfig* config, int64_t m, int64_t k, int64_t n,
+                  int64_t groups) {
+  if (!scope.tracing()) return;
+  scope.arg("pass", pass_name(pass)).arg("weight", weight);
+  scope.arg("kernel", config ? kernel_name(config->kernel) : "naive");
+  if (config) {
+    scope.arg("tile_m", config->tiles.m).arg("tile_k", config->tiles.k);
+    scope.arg("tile_n", config->tiles.n);
+    scope.arg("tile_m_source", source_name(config->source.m))
+        .arg("tile_k_source", source_name(config->source.k))
+        .arg("tile_n_source", source_name(config->source.n))
+        .arg("kernel_source", source_name(config->source.kernel));
+  }
+  scope.arg("M", m).arg("K", k).arg("N", n).arg("G", groups);
 }
 
 void Profiler::write_trace(const std::string& path) const {

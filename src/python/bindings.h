@@ -18,6 +18,9 @@ void bind_plan(nanobind::module_& module);
 // tune: the CLI's block tuner into the tune cache (tune/tune_block.h).
 void bind_tune(nanobind::module_& module);
 
+// raggemm.trace: trace_start / trace_stop / trace_span (python/python_trace.h).
+void bind_trace(nanobind::module_& module);
+
 // `xla_ffi_targets()`: {target name: PyCapsule of the XLA FFI handler} for
 // jax.ffi.register_ffi_target; empty when built without the XLA headers.
 void bind_xla_ffi(nanobind::module_& module);

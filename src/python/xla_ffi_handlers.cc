@@ -12,6 +12,7 @@
 
 #include "python/bindings.h"
 #include "python/call_resolution.h"
+#include "python/python_trace.h"
 #include "raggemm/error.h"
 #include "raggemm/gmm.h"
 
@@ -37,6 +38,7 @@ struct PassAttrs {
   std::string_view kernel;
   int64_t buffers, threads;
   int64_t group_offset, local_groups;
+  std::string_view weight;  // the plan's weight, for the trace ("" unknown)
 
   // Unset fields (0 tiles, kernel "auto", 0 buffers) are resolved on the
   // call's shape and group sizes: explicit > tune cache > heuristic.
@@ -95,22 +97,24 @@ void run_gmm(Pass pass, const TensorView& a, const TensorView& rhs, const Tensor
              const TensorView& out, const PassAttrs& attrs) {
   GmmOptions options;
   options.transpose_rhs = pass == Pass::kGradLhs;
-  apply(resolve_call(pass, a, rhs, sizes, attrs.settings(), attrs.group_offset,
-                     attrs.local_groups),
-        static_cast<int>(attrs.threads), options);
+  const ResolvedPassConfig config =
+      resolve_call(pass, a, rhs, sizes, attrs.settings(), attrs.group_offset, attrs.local_groups);
+  apply(config, static_cast<int>(attrs.threads), options);
   options.group_offset = attrs.group_offset;
   options.local_groups = attrs.local_groups;
-  gmm_into(a, rhs, sizes, out, options);
+  traced_gmm(pass, std::string(attrs.weight), config, a, rhs, sizes, attrs.local_groups,
+             [&] { gmm_into(a, rhs, sizes, out, options); });
 }
 
 // Forward: out[M,N] = lhs[M,K] @ rhs[g][K,N].
 ffi::Error forward(ffi::AnyBuffer lhs, ffi::AnyBuffer rhs, ffi::Buffer<ffi::S32> group_sizes,
                    ffi::Buffer<ffi::S32> group_offset, ffi::ResultBuffer<ffi::F32> out,
                    int64_t tile_m, int64_t tile_k, int64_t tile_n, std::string_view kernel,
-                   int64_t buffers, int64_t threads, int64_t local_groups) {
+                   int64_t buffers, int64_t threads, int64_t local_groups,
+                   std::string_view weight) {
   return guarded([&] {
     const PassAttrs attrs{tile_m,  tile_k,  tile_n, kernel, buffers, threads,
-                          offset_of(group_offset), local_groups};
+                          offset_of(group_offset), local_groups, weight};
     run_gmm(Pass::kForward, view_of(lhs, "lhs"), view_of(rhs, "rhs"),
             view_of(group_sizes, DType::kI32), view_of(*out, DType::kF32), attrs);
   });
@@ -120,10 +124,11 @@ ffi::Error forward(ffi::AnyBuffer lhs, ffi::AnyBuffer rhs, ffi::Buffer<ffi::S32>
 ffi::Error grad_lhs(ffi::AnyBuffer dout, ffi::AnyBuffer rhs, ffi::Buffer<ffi::S32> group_sizes,
                     ffi::Buffer<ffi::S32> group_offset, ffi::ResultBuffer<ffi::F32> dlhs,
                     int64_t tile_m, int64_t tile_k, int64_t tile_n, std::string_view kernel,
-                    int64_t buffers, int64_t threads, int64_t local_groups) {
+                    int64_t buffers, int64_t threads, int64_t local_groups,
+                   std::string_view weight) {
   return guarded([&] {
     const PassAttrs attrs{tile_m,  tile_k,  tile_n, kernel, buffers, threads,
-                          offset_of(group_offset), local_groups};
+                          offset_of(group_offset), local_groups, weight};
     run_gmm(Pass::kGradLhs, view_of(dout, "dout"), view_of(rhs, "rhs"),
             view_of(group_sizes, DType::kI32), view_of(*dlhs, DType::kF32), attrs);
   });
@@ -133,20 +138,25 @@ ffi::Error grad_lhs(ffi::AnyBuffer dout, ffi::AnyBuffer rhs, ffi::Buffer<ffi::S3
 ffi::Error grad_rhs(ffi::AnyBuffer lhs, ffi::AnyBuffer dout, ffi::Buffer<ffi::S32> group_sizes,
                     ffi::Buffer<ffi::S32> group_offset, ffi::ResultBuffer<ffi::F32> drhs,
                     int64_t tile_m, int64_t tile_k, int64_t tile_n, std::string_view kernel,
-                    int64_t buffers, int64_t threads, int64_t local_groups) {
+                    int64_t buffers, int64_t threads, int64_t local_groups,
+                   std::string_view weight) {
   return guarded([&] {
     const PassAttrs attrs{tile_m,  tile_k,  tile_n, kernel, buffers, threads,
-                          offset_of(group_offset), local_groups};
+                          offset_of(group_offset), local_groups, weight};
     const TensorView lhs_view = view_of(lhs, "lhs");
     const TensorView dout_view = view_of(dout, "dout");
     const TensorView sizes_view = view_of(group_sizes, DType::kI32);
     TgmmOptions options;
-    apply(resolve_call(Pass::kGradRhs, lhs_view, dout_view, sizes_view, attrs.settings(),
-                       attrs.group_offset, attrs.local_groups),
-          static_cast<int>(attrs.threads), options);
+    const ResolvedPassConfig config =
+        resolve_call(Pass::kGradRhs, lhs_view, dout_view, sizes_view, attrs.settings(),
+                     attrs.group_offset, attrs.local_groups);
+    apply(config, static_cast<int>(attrs.threads), options);
     options.group_offset = attrs.group_offset;
     options.local_groups = attrs.local_groups;
-    tgmm_into(lhs_view, dout_view, sizes_view, view_of(*drhs, DType::kF32), options);
+    const TensorView out_view = view_of(*drhs, DType::kF32);
+    traced_gmm(Pass::kGradRhs, std::string(attrs.weight), config, lhs_view, dout_view,
+               sizes_view, attrs.local_groups,
+               [&] { tgmm_into(lhs_view, dout_view, sizes_view, out_view, options); });
   });
 }
 
@@ -165,7 +175,8 @@ auto binding() {
       .Attr<std::string_view>("kernel")
       .Attr<int64_t>("buffers")
       .Attr<int64_t>("threads")
-      .Attr<int64_t>("local_groups");
+      .Attr<int64_t>("local_groups")
+      .Attr<std::string_view>("weight");
 }
 
 }  // namespace

@@ -182,9 +182,9 @@ def test_torch_compile_fullgraph_traces_an_moe_layer():
 def test_the_ops_pass_torch_library_opcheck():
     lhs, rhs, sizes = problem(10, 6, 5, [3, 0, 7])
     config = [0] * 15
-    torch.library.opcheck(torch.ops.raggemm.gmm.default, (lhs, rhs, sizes, config, 0))
+    torch.library.opcheck(torch.ops.raggemm.gmm.default, (lhs, rhs, sizes, config, 0, "wi"))
     torch.library.opcheck(torch.ops.raggemm.tgmm.default,
-                          (lhs, torch.randn(10, 5), sizes, config, 0))
+                          (lhs, torch.randn(10, 5), sizes, config, 0, "wi"))
 
 
 def test_example_trains_an_moe_layer_as_the_torch_mm_loop_does():
