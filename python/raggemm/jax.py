@@ -113,36 +113,33 @@ def _jvp(primals, tangents, **params):
     return out, functools.reduce(jnp.add, terms)
 
 
-# For each mode, the (mode, operand order) of the pass that gives the
-# cotangent of operand a and of operand b from the output cotangent ct:
+# For each mode, the passes that give the cotangents of operands a and b
+# from the output cotangent ct, as (mode, operands from (a, b, ct)):
 #   fwd:  ct_lhs = dlhs(ct, rhs);    ct_rhs = drhs(lhs, ct)
 #   dlhs: ct_dout = fwd(ct, rhs);    ct_rhs = drhs(ct, dout)
 #   drhs: ct_lhs = dlhs(dout, ct);   ct_dout = fwd(lhs, ct)
+_TRANSPOSES = {
+    "fwd": (("dlhs", lambda a, b, ct: (ct, b)), ("drhs", lambda a, b, ct: (a, ct))),
+    "dlhs": (("fwd", lambda a, b, ct: (ct, b)), ("drhs", lambda a, b, ct: (ct, a))),
+    "drhs": (("dlhs", lambda a, b, ct: (b, ct)), ("fwd", lambda a, b, ct: (a, ct))),
+}
+
+
 def _transpose(ct, a, b, group_sizes, group_offset, *, mode, plan, groups, local):
     if ad.is_undefined_primal(group_sizes) or ad.is_undefined_primal(group_offset):
         raise ValueError("raggemm.jax: group_sizes and group_offset are not differentiable")
-    params = dict(plan=plan, groups=groups, local=local)
-    a_undefined, b_undefined = ad.is_undefined_primal(a), ad.is_undefined_primal(b)
     if type(ct) is ad.Zero:
         return [None, None, None, None]
-    ct_a = ct_b = None
-    if a_undefined:
-        if mode == "fwd":
-            ct_a = _bind(ct, b, group_sizes, group_offset, mode="dlhs", **params)
-        elif mode == "dlhs":
-            ct_a = _bind(ct, b, group_sizes, group_offset, mode="fwd", **params)
-        else:
-            ct_a = _bind(b, ct, group_sizes, group_offset, mode="dlhs", **params)
-        ct_a = ct_a.astype(a.aval.dtype)
-    if b_undefined:
-        if mode == "fwd":
-            ct_b = _bind(a, ct, group_sizes, group_offset, mode="drhs", **params)
-        elif mode == "dlhs":
-            ct_b = _bind(ct, a, group_sizes, group_offset, mode="drhs", **params)
-        else:
-            ct_b = _bind(a, ct, group_sizes, group_offset, mode="fwd", **params)
-        ct_b = ct_b.astype(b.aval.dtype)
-    return [ct_a, ct_b, None, None]
+    cts = []
+    for operand, (pass_mode, operands) in zip((a, b), _TRANSPOSES[mode]):
+        if not ad.is_undefined_primal(operand):
+            cts.append(None)
+            continue
+        x, y = operands(a, b, ct)
+        out = _bind(x, y, group_sizes, group_offset, mode=pass_mode, plan=plan, groups=groups,
+                    local=local)
+        cts.append(out.astype(operand.aval.dtype))
+    return [*cts, None, None]
 
 
 def _batch(args, dims, **params):

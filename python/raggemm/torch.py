@@ -146,48 +146,37 @@ def _setup_context(ctx, inputs, output):
     ctx.settings = (config, threads, weight)  # the passes of the backward reuse them
 
 
-# The op is bilinear, so each of its gradients is one of our other passes;
-# each gradient pass is itself differentiable (double backward), again
-# through the passes.
-def _gmm_backward(ctx, dout):
-    lhs, rhs, group_sizes = ctx.saved_tensors
-    dout = dout.contiguous()
-    dlhs = drhs = None
-    if ctx.needs_input_grad[0]:
-        dlhs = _gmm_dlhs(dout, rhs, group_sizes, *ctx.settings).to(lhs.dtype)
-    if ctx.needs_input_grad[1]:
-        drhs = _tgmm(lhs, dout, group_sizes, *ctx.settings).to(rhs.dtype)
-    return dlhs, drhs, None, None, None, None
+# Each op is bilinear in its two tensors (a, b), so the gradient of each is
+# another of our passes applied to the output's gradient `grad`; those passes
+# are differentiable in turn (double backward):
+#   gmm(lhs, rhs):       d lhs = gmm_dlhs(grad, rhs);   d rhs = tgmm(lhs, grad)
+#   gmm_dlhs(dout, rhs): d dout = gmm(grad, rhs);       d rhs = tgmm(grad, dout)
+#   tgmm(lhs, dout):     d lhs = gmm_dlhs(dout, grad);  d dout = gmm(lhs, grad)
+def _backward_through(pass_of_a, pass_of_b):
+    """A backward whose gradient of each tensor operand is (op, operands):
+    op applied to operands(a, b, grad), the saved group sizes and settings."""
+
+    def backward(ctx, grad):
+        a, b, group_sizes = ctx.saved_tensors
+        grad = grad.contiguous()
+        grads = []
+        for needed, operand, (op, operands) in zip(ctx.needs_input_grad, (a, b),
+                                                   (pass_of_a, pass_of_b)):
+            grads.append(op(*operands(a, b, grad), group_sizes, *ctx.settings).to(operand.dtype)
+                         if needed else None)
+        return (*grads, None, None, None, None)
+
+    return backward
 
 
-def _dlhs_backward(ctx, grad):
-    # dlhs[i] = dout[i] @ rhs[g]^T: d/d(dout) = grad @ rhs (fwd);
-    # d/d(rhs[g]) = grad[rows g]^T @ dout[rows g] = tgmm(grad, dout).
-    dout, rhs, group_sizes = ctx.saved_tensors
-    grad = grad.contiguous()
-    d_dout = d_rhs = None
-    if ctx.needs_input_grad[0]:
-        d_dout = _gmm(grad, rhs, group_sizes, *ctx.settings).to(dout.dtype)
-    if ctx.needs_input_grad[1]:
-        d_rhs = _tgmm(grad, dout, group_sizes, *ctx.settings).to(rhs.dtype)
-    return d_dout, d_rhs, None, None, None, None
-
-
-def _tgmm_backward(ctx, grad):
-    # out[g] = lhs_g^T dout_g: d/d(lhs) = dout @ grad[g]^T (dlhs), d/d(dout) = lhs @ grad[g] (fwd).
-    lhs, dout, group_sizes = ctx.saved_tensors
-    grad = grad.contiguous()
-    d_lhs = d_dout = None
-    if ctx.needs_input_grad[0]:
-        d_lhs = _gmm_dlhs(dout, grad, group_sizes, *ctx.settings).to(lhs.dtype)
-    if ctx.needs_input_grad[1]:
-        d_dout = _gmm(lhs, grad, group_sizes, *ctx.settings).to(dout.dtype)
-    return d_lhs, d_dout, None, None, None, None
-
-
-for _op, _backward in ((_gmm, _gmm_backward), (_gmm_dlhs, _dlhs_backward),
-                       (_tgmm, _tgmm_backward)):
-    _op.register_autograd(_backward, setup_context=_setup_context)
+_BACKWARDS = (
+    (_gmm, (_gmm_dlhs, lambda a, b, g: (g, b)), (_tgmm, lambda a, b, g: (a, g))),
+    (_gmm_dlhs, (_gmm, lambda a, b, g: (g, b)), (_tgmm, lambda a, b, g: (g, a))),
+    (_tgmm, (_gmm_dlhs, lambda a, b, g: (b, g)), (_gmm, lambda a, b, g: (a, g))),
+)
+for _op, _pass_of_a, _pass_of_b in _BACKWARDS:
+    _op.register_autograd(_backward_through(_pass_of_a, _pass_of_b),
+                          setup_context=_setup_context)
 
 
 def _plan_config(plan: Plan | None) -> list[int]:

@@ -4,6 +4,8 @@
 
 #include <nanobind/nanobind.h>
 
+#include "raggemm/gmm.h"
+
 namespace raggemm::python {
 
 // gmm and tgmm on numpy arrays.
@@ -14,6 +16,10 @@ void bind_quantization(nanobind::module_& module);
 
 // resolve_plan: the resolved per-pass configs of one weight (raggemm/plan.h).
 void bind_plan(nanobind::module_& module);
+
+// {"tiles": (m, k, n), "kernel": "v1"|"v2", "buffers": n}: a config as the
+// Python layer builds a raggemm.PassConfig from it (numpy_plan.cc).
+nanobind::dict config_dict(const Tiles& tiles, KernelVersion kernel, int buffers);
 
 // tune: the CLI's block tuner into the tune cache (tune/tune_block.h).
 void bind_tune(nanobind::module_& module);

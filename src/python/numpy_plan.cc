@@ -23,10 +23,7 @@ namespace raggemm::python {
 namespace {
 
 nb::dict pass_dict(const ResolvedPassConfig& config) {
-  nb::dict out;
-  out["tiles"] = nb::make_tuple(config.tiles.m, config.tiles.k, config.tiles.n);
-  out["kernel"] = kernel_name(config.kernel);
-  out["buffers"] = config.input_buffer_count;
+  nb::dict out = config_dict(config.tiles, config.kernel, config.input_buffer_count);
   nb::dict source;
   source["m"] = source_name(config.source.m);
   source["k"] = source_name(config.source.k);
@@ -51,13 +48,7 @@ nb::dict resolve_plan(const std::string& weight_name, int64_t batch_seq, int64_t
   require(mlp_dim > 0, "mlp_dim", mlp_dim, "must be > 0");
   require(groups > 0, "groups", groups, "must be > 0");
   const BlockPlan block = parse_plan_settings(settings);
-  std::vector<int32_t> sizes;
-  if (group_sizes) {
-    const TensorView view = view_of(*group_sizes, DType::kI32, "group_sizes");
-    require(view.rank() == 1 && view.dim(0) == groups, "group_sizes", shape_string(view.shape),
-            "expected [groups] int32");
-    sizes.assign(view.as<int32_t>(), view.as<int32_t>() + view.dim(0));
-  }
+  const std::vector<int32_t> sizes = group_size_values(group_sizes, groups);
   std::unique_ptr<TuneCache> own_cache;
   const TuneCache* cache = nullptr;
   if (use_cache) {
@@ -99,6 +90,14 @@ nb::dict resolve_call_config(const std::string& pass_text, const InputArray& a,
 }
 
 }  // namespace
+
+nb::dict config_dict(const Tiles& tiles, KernelVersion kernel, int buffers) {
+  nb::dict out;
+  out["tiles"] = nb::make_tuple(tiles.m, tiles.k, tiles.n);
+  out["kernel"] = kernel_name(kernel);
+  out["buffers"] = buffers;
+  return out;
+}
 
 void bind_plan(nb::module_& module) {
   module.def("resolve_plan", &resolve_plan, nb::arg("weight"), nb::arg("batch_seq"),

@@ -16,14 +16,6 @@
 namespace raggemm::python {
 namespace {
 
-nb::dict candidate_dict(const TuneCandidate& candidate) {
-  nb::dict out;
-  out["tiles"] = nb::make_tuple(candidate.tiles.m, candidate.tiles.k, candidate.tiles.n);
-  out["kernel"] = kernel_name(candidate.kernel);
-  out["buffers"] = candidate.input_buffer_count;
-  return out;
-}
-
 nb::list tune(int64_t batch_seq, int64_t embed_dim, int64_t mlp_dim, int64_t groups,
               const std::optional<InputArray>& group_sizes, const std::string& dtype_name,
               double budget_s, const std::optional<std::string>& cache_path, int threads) {
@@ -36,19 +28,13 @@ nb::list tune(int64_t batch_seq, int64_t embed_dim, int64_t mlp_dim, int64_t gro
   const DType dtype = parse_dtype(dtype_name, "dtype");
   require(dtype == DType::kF32 || dtype == DType::kBF16, "dtype", dtype_name,
           "expected f32 or bf16");
-  std::vector<int32_t> sizes;
-  if (group_sizes) {
-    const TensorView view = view_of(*group_sizes, DType::kI32, "group_sizes");
-    require(view.rank() == 1 && view.dim(0) == groups, "group_sizes", shape_string(view.shape),
-            "expected [groups] int32");
-    sizes.assign(view.as<int32_t>(), view.as<int32_t>() + view.dim(0));
-    int64_t total = 0;
-    for (int32_t size : sizes) {
-      require(size >= 0, "group_sizes", size, "sizes must be >= 0");
-      total += size;
-    }
-    require(total <= batch_seq, "group_sizes", total, "sum must be <= batch_seq");
+  const std::vector<int32_t> sizes = group_size_values(group_sizes, groups);
+  int64_t total = 0;
+  for (int32_t size : sizes) {
+    require(size >= 0, "group_sizes", size, "sizes must be >= 0");
+    total += size;
   }
+  require(total <= batch_seq, "group_sizes", total, "sum must be <= batch_seq");
   TuneCache cache(cache_path ? *cache_path : TuneCache::default_path());
   tune::BlockTuneOptions options;
   options.budget_s = budget_s;
@@ -61,7 +47,8 @@ nb::list tune(int64_t batch_seq, int64_t embed_dim, int64_t mlp_dim, int64_t gro
   }
   nb::list rows;
   for (const tune::BlockTuneRow& row : report.rows) {
-    nb::dict out = candidate_dict(row.result.entry.winner);
+    const TuneCandidate& winner = row.result.entry.winner;
+    nb::dict out = config_dict(winner.tiles, winner.kernel, winner.input_buffer_count);
     out["weight"] = weight_name(row.weight);
     out["pass"] = pass_name(row.pass);
     out["M"] = row.shape.m;
