@@ -32,7 +32,7 @@ import numpy as np
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shapes", nargs="+",
+    parser.add_argument("--shapes", nargs="*",
                         default=["4096x1024x1024x32:uniform", "4096x1024x1024x128:zipf:1.2"],
                         help="MxKxNxG:DIST")
     parser.add_argument("--repeats", type=int, default=5)
@@ -107,6 +107,8 @@ def bench_overhead(skip):
 
         t_lhs, t_rhs, t_sizes = map(torch.from_numpy, (lhs, rhs, sizes))
         rows["raggemm.torch.ragged_dot"] = lambda: rtorch.ragged_dot(t_lhs, t_rhs, t_sizes)
+        rows["raggemm.torch.ragged_dot (threads=1)"] = lambda: rtorch.ragged_dot(
+            t_lhs, t_rhs, t_sizes, threads=1)
         rows["torch.mm loop (2 groups)"] = lambda: torch.cat(
             [t_lhs[:3] @ t_rhs[0], t_lhs[3:] @ t_rhs[1]])
     if "jax" not in skip:
@@ -116,6 +118,10 @@ def bench_overhead(skip):
 
         f = jax.jit(rjax.ragged_dot)
         rows["raggemm.jax.ragged_dot (jit)"] = lambda: jax.block_until_ready(f(lhs, rhs, sizes))
+        one = raggemm.PassConfig(threads=1)
+        f1 = jax.jit(lambda a, b, s: rjax.ragged_dot(a, b, s, plan=raggemm.Plan(one, one, one)))
+        rows["raggemm.jax.ragged_dot (jit, threads=1)"] = lambda: jax.block_until_ready(
+            f1(lhs, rhs, sizes))
         g = jax.jit(jax.lax.ragged_dot)
         rows["jax.lax.ragged_dot (jit)"] = lambda: jax.block_until_ready(g(lhs, rhs, sizes))
     print("call overhead, M=8 K=N=8 G=2 f32, us per call (median of 11 batches of 1000):")
