@@ -260,11 +260,15 @@ def test_second_order_gradients_match_lax():
     rng = np.random.default_rng(7)
     v = rng.standard_normal(lhs.shape).astype(np.float32)
 
+    w = rng.standard_normal(rhs.shape).astype(np.float32)
+
     def hvp(ragged_dot):
         f = loss(ragged_dot, sizes)
-        grad_lhs = lambda a, b: jax.grad(f, argnums=0)(a, b)  # noqa: E731
-        # d/d rhs of <grad_lhs, v>: a gradient of a gradient through both passes.
-        return jax.grad(lambda a, b: jnp.vdot(grad_lhs(a, b), v), argnums=(0, 1))(lhs, rhs)
+        # Reverse over reverse: <grad, (v, w)> differentiated again w.r.t. lhs
+        # and rhs transposes every mode of the primitive (fwd, dlhs, drhs).
+        grads = lambda a, b: jax.grad(f, argnums=(0, 1))(a, b)  # noqa: E731
+        inner = lambda a, b: jnp.vdot(grads(a, b)[0], v) + jnp.vdot(grads(a, b)[1], w)  # noqa
+        return jax.grad(inner, argnums=(0, 1))(lhs, rhs)
 
     got, want = jax.jit(lambda: hvp(rjax.ragged_dot))(), hvp(dense_ragged_dot)
     for g, w in zip(got, want):

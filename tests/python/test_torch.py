@@ -2,7 +2,6 @@
 torch._grouped_mm where this torch runs it on CPU), an f64 gradcheck, bf16,
 empty groups, non-contiguous inputs, threads, and torch.compile(fullgraph)."""
 
-import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
