@@ -95,7 +95,15 @@ def test_threads_get_their_own_tracks_and_a_second_trace_is_refused(tmp_path):
         with pytest.raises(raggemm.Error, match="already"):
             with raggemm.trace(tmp_path / "other.json"):
                 pass
-        workers = [threading.Thread(target=raggemm.gmm, args=(lhs, rhs, sizes)) for _ in range(3)]
+        # Alive together (a finished thread's id may be reused by the next).
+        together = threading.Barrier(3)
+
+        def work():
+            together.wait()
+            raggemm.gmm(lhs, rhs, sizes)
+            together.wait()
+
+        workers = [threading.Thread(target=work) for _ in range(3)]
         for worker in workers:
             worker.start()
         for worker in workers:
