@@ -14,6 +14,9 @@ scripts/build.sh asan
 (cd build/asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$(nproc)" \
   -E 'ModelGradientTest')
 # The Python package (docs/python.md), built by the same CMake project into
-# build/python-*, with .venv's scikit-build-core, nanobind and jax.
-.venv/bin/pip install -q --no-build-isolation --no-deps -C cmake.define.RAGGEMM_WERROR=ON .
+# build/python-* with .venv's scikit-build-core, nanobind and jax, repaired by
+# auditwheel (libhwy, libgomp bundled) and installed from that wheel, so the
+# tests run what a user installs.
+wheel=$(RAGGEMM_WHEEL_BUILD_DIR='build/python-{wheel_tag}' scripts/build_wheel.sh build/wheel)
+.venv/bin/pip install -q --no-deps --force-reinstall "$wheel"
 RAGGEMM_CLI="$PWD/build/release/raggemm" .venv/bin/python -m pytest -q tests/python

@@ -2,13 +2,29 @@
 // Profiler::Scope, which adds its time to a per-step total by kind (so the
 // trainer can say what share of a step the GMMs took) and, when tracing, keeps
 // a Chrome trace event (opens in Perfetto / chrome://tracing).
+//
+// The trace (Trace Event Format JSON): one process per rank (pid = rank,
+// named "rank N"), one thread track per thread that recorded events (tid =
+// 1, 2, ... in order of first event, named), complete ("X") events whose
+// intervals nest per track (a step slice holds the layer slices, which hold
+// the GMM events), each with the args its scope attached (GMM events: pass,
+// weight, kernel, tiles and their sources, M, K, N, G, gflops_per_s).
+// Recording is thread-safe.
 #pragma once
 
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <variant>
 #include <vector>
+
+#include "raggemm/plan.h"
 
 namespace raggemm {
 
@@ -23,9 +39,17 @@ enum class OpKind : uint8_t {
 inline constexpr int kNumOpKinds = 6;
 const char* op_kind_name(OpKind kind);
 
+// One value of a trace event's "args".
+using TraceArg = std::variant<int64_t, double, std::string>;
+using TraceArgs = std::vector<std::pair<std::string, TraceArg>>;
+
 class Profiler {
  public:
   explicit Profiler(bool record_trace = false);
+
+  // The process this profiler's events belong to (the MPI rank; 0 alone).
+  void set_rank(int rank) { rank_ = rank; }
+  int rank() const { return rank_; }
 
   struct Totals {
     std::array<double, kNumOpKinds> seconds{};
@@ -41,38 +65,56 @@ class Profiler {
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
 
+    // Attaches an arg to the event (kept only when tracing).
+    Scope& arg(const char* key, TraceArg value);
+    bool tracing() const { return profiler_ && profiler_->record_trace_; }
+
    private:
     Profiler* profiler_;
     const char* name_;
     OpKind kind_;
     double flops_;
     std::chrono::steady_clock::time_point start_;
+    TraceArgs args_;
   };
 
   // Totals since the last call, then resets them.
   Totals take_totals();
   bool recording() const { return record_trace_; }
   size_t event_count() const { return events_.size(); }
+  // A span recorded after the fact, from `start` to now (for callers that
+  // cannot hold a Scope open, such as Python's `with raggemm.trace_span`).
+  void record_span(std::string name, std::chrono::steady_clock::time_point start,
+                   TraceArgs args);
+
   // Writes {"traceEvents": [...]} atomically.
   void write_trace(const std::string& path) const;
+  // The trace as JSON text.
+  std::string trace_json() const;
 
  private:
   friend class Scope;
-  void record(const char* name, OpKind kind, double flops,
+  void record(std::string_view name, OpKind kind, double flops,
               std::chrono::steady_clock::time_point start,
-              std::chrono::steady_clock::time_point end);
+              std::chrono::steady_clock::time_point end, TraceArgs args);
+  int thread_index();  // under mutex_
 
   struct Event {
-    const char* name;
+    std::string name;
     OpKind kind;
     double flops;
     int64_t start_ns;
     int64_t duration_ns;
+    int tid;
+    TraceArgs args;
   };
   bool record_trace_;
+  int rank_ = 0;
   std::chrono::steady_clock::time_point origin_;
+  mutable std::mutex mutex_;  // totals_, events_ and threads_ (threads may share a profiler)
   Totals totals_;
   std::vector<Event> events_;
+  std::map<std::thread::id, int> threads_;
 };
 
 // A scope that does nothing when `profiler` is null. `name` must outlive the
@@ -81,5 +123,13 @@ inline Profiler::Scope profile(Profiler* profiler, const char* name, OpKind kind
                                double flops = 0) {
   return Profiler::Scope(profiler, name, kind, flops);
 }
+
+// The args of a GMM event: pass, weight, kernel, tile_m/k/n with their
+// sources (tile_m_source, ..., kernel_source), M, K, N, G. `config` null: the
+// naive f64-accumulating loops ran (kernel "naive", no tiles). M, K, N are
+// the weight's problem: x [M,K], w [G,K,N] (dlhs contracts N, drhs M).
+void annotate_gmm(Profiler::Scope& scope, Pass pass, const std::string& weight,
+                  const ResolvedPassConfig* config, int64_t m, int64_t k, int64_t n,
+                  int64_t groups);
 
 }  // namespace raggemm

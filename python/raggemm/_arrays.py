@@ -13,6 +13,8 @@ import numpy as np
 from . import _raggemm
 
 Error = _raggemm.Error
+Error.__doc__ = ("Bad input to raggemm (a ValueError): the message starts with the argument "
+                 "and its value, e.g. 'lhs=[4,10]: array must be C-contiguous'.")
 
 
 def _optional_ml_dtypes():
@@ -68,14 +70,36 @@ def optional_f32(value, argument: str):
     return None if value is None else to_raw(value, argument, F32_ONLY)[0]
 
 
-def tile_tuple(tiles, argument: str = "tiles"):
-    """None, or (m, k, n) as three positive ints."""
+def tile_tuple(tiles, argument: str = "tiles", allow_zero: bool = False):
+    """None, or (m, k, n) as three positive ints (with allow_zero, 0 leaves
+    that tile to the tune cache or the heuristic)."""
     if tiles is None:
         return None
     try:
         m, k, n = (int(t) for t in tiles)
     except (TypeError, ValueError):
         raise Error(f"{argument}={tiles!r}: expected None or three ints (m, k, n)") from None
-    if min(m, k, n) <= 0:
+    if min(m, k, n) < (0 if allow_zero else 1):
         raise Error(f"{argument}={tiles!r}: every tile must be > 0 (None lets raggemm choose)")
     return (m, k, n)
+
+
+KERNEL_NAMES = ("v1", "v2")
+
+
+def kernel_name(kernel, argument: str = "kernel") -> str:
+    """"v1", "v2", or "auto" for None (tune cache, else heuristic)."""
+    if kernel is None:
+        return "auto"
+    if kernel not in KERNEL_NAMES:
+        raise Error(f"{argument}={kernel!r}: expected one of v1, v2 or None (raggemm chooses)")
+    return kernel
+
+
+def buffer_count(buffers, argument: str = "buffers") -> int:
+    """1..4, or 0 for None (tune cache, else heuristic)."""
+    if buffers is None:
+        return 0
+    if not 1 <= int(buffers) <= 4:
+        raise Error(f"{argument}={buffers!r}: expected 1..4 or None (raggemm chooses)")
+    return int(buffers)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import _raggemm
-from ._arrays import GROUP_SIZE_DTYPES, Error, optional_f32, tile_tuple, to_raw
+from ._arrays import (GROUP_SIZE_DTYPES, Error, buffer_count, kernel_name, optional_f32,
+                      tile_tuple, to_raw)
 
 
 def _require_rank(array, rank, argument):
@@ -31,9 +32,10 @@ def _tgmm_out(lhs, dout, group_sizes, local_groups):
     return np.empty((groups, lhs.shape[1], dout.shape[1]), np.float32)
 
 
-def gmm(lhs, rhs, group_sizes, *, transpose_rhs=False, tiles=None, kernel="v1", buffers=1,
+def gmm(lhs, rhs, group_sizes, *, transpose_rhs=False, tiles=None, kernel=None, buffers=None,
         threads=0, group_offset=0, local_groups=-1, swiglu=False, col_scale=None,
-        col_bias=None, row_scale=None, quant=None, rhs_scales="channel", lhs_k_block=0):
+        col_bias=None, row_scale=None, quant=None, rhs_scales="channel", lhs_k_block=0,
+        weight=None):
     """Grouped matmul: ``out[i] = lhs[i] @ rhs[group(i)]`` (``@ rhs[g].T`` with transpose_rhs).
 
     lhs ``[M, K]``; rhs ``[G, K, N]`` (``[G, N, K]`` with transpose_rhs); group_sizes
@@ -42,8 +44,11 @@ def gmm(lhs, rhs, group_sizes, *, transpose_rhs=False, tiles=None, kernel="v1", 
     without copying. Returns a new float32 ``[M, N]`` array (``[M, N/2]`` with
     swiglu); rows past sum(group_sizes) are zero.
 
-    tiles: kernel tiles ``(m, k, n)`` or None for raggemm's choice; kernel "v1" or
-    "v2"; buffers: prefetch depth 1..4; threads: 0 for OpenMP's default.
+    tiles: kernel tiles ``(m, k, n)``; kernel "v1" or "v2"; buffers: prefetch depth
+    1..4; threads: 0 for OpenMP's default. What is left None is
+    resolved as the CLI resolves it: the tune cache's entry for this shape, dtype
+    and group sizes ($RAGGEMM_TUNE_CACHE; see raggemm.tune), else the heuristic;
+    an explicit value always wins.
     group_offset, local_groups: expert parallelism; with local_groups = E >= 0, rhs
     holds only groups [group_offset, group_offset + E) and other rows come out zero.
     swiglu, col_scale, col_bias, row_scale: the v2 kernel's fused output stage.
@@ -52,6 +57,7 @@ def gmm(lhs, rhs, group_sizes, *, transpose_rhs=False, tiles=None, kernel="v1", 
     row and K-block of lhs_k_block; rhs per expert and column with
     rhs_scales="channel", or in K-blocks with "block:SIZE") and the result stays
     float32. With transpose_rhs this is the quantized dlhs pass.
+    weight: a label for raggemm.trace's events ("wi", "wo", ...); no effect otherwise.
     Bad input raises raggemm.Error (a ValueError) naming the argument.
     """
     lhs, lhs_dtype = to_raw(lhs, "lhs")
@@ -59,21 +65,25 @@ def gmm(lhs, rhs, group_sizes, *, transpose_rhs=False, tiles=None, kernel="v1", 
     group_sizes, sizes_dtype = to_raw(group_sizes, "group_sizes", GROUP_SIZE_DTYPES)
     out = None if quant is not None else _gmm_out(lhs, rhs, transpose_rhs, swiglu)
     result = _raggemm.gmm(lhs, lhs_dtype, rhs, rhs_dtype, group_sizes, sizes_dtype, out,
-                          bool(transpose_rhs), tile_tuple(tiles), kernel, buffers, threads,
+                          bool(transpose_rhs), tile_tuple(tiles),
+                          kernel_name(kernel), buffer_count(buffers), threads,
                           group_offset, local_groups, bool(swiglu),
                           optional_f32(col_scale, "col_scale"),
-                          optional_f32(col_bias, "col_bias"), optional_f32(row_scale, "row_scale"), quant, rhs_scales, lhs_k_block)
+                          optional_f32(col_bias, "col_bias"),
+                          optional_f32(row_scale, "row_scale"), quant, rhs_scales, lhs_k_block,
+                          weight or "")
     return out if result is None else result
 
 
-def tgmm(lhs, dout, group_sizes, *, tiles=None, kernel="v1", buffers=1, threads=0,
-         group_offset=0, local_groups=-1, quant=None):
+def tgmm(lhs, dout, group_sizes, *, tiles=None, kernel=None, buffers=None, threads=0,
+         group_offset=0, local_groups=-1, quant=None, weight=None):
     """Transposed grouped matmul: ``out[g] = lhs[rows of g].T @ dout[rows of g]``.
 
     lhs ``[M, K]``, dout ``[M, N]``, group_sizes ``[G]``. Returns a new float32
     ``[G_local, K, N]`` array (G_local = local_groups, or G when local_groups is
     -1, which needs group_offset 0); empty groups give zero slices. For tgmm the
     tiles ``(m, k, n)`` tile the ``[K, N]`` output by (m, n) and the tokens by k.
+    tiles, kernel, buffers left None: tune cache, else heuristic (as in gmm).
     quant: None, "fp8" (lhs e4m3 per row, dout e5m2 per column) or "int8".
     """
     lhs, lhs_dtype = to_raw(lhs, "lhs")
@@ -81,6 +91,7 @@ def tgmm(lhs, dout, group_sizes, *, tiles=None, kernel="v1", buffers=1, threads=
     group_sizes, sizes_dtype = to_raw(group_sizes, "group_sizes", GROUP_SIZE_DTYPES)
     out = None if quant is not None else _tgmm_out(lhs, dout, group_sizes, local_groups)
     result = _raggemm.tgmm(lhs, lhs_dtype, dout, dout_dtype, group_sizes, sizes_dtype, out,
-                           tile_tuple(tiles), kernel, buffers, threads, group_offset,
-                           local_groups, quant, "channel")
+                           tile_tuple(tiles), kernel_name(kernel),
+                           buffer_count(buffers), threads, group_offset,
+                           local_groups, quant, "channel", weight or "")
     return out if result is None else result

@@ -16,12 +16,14 @@ KERNELS = ("v1", "v2")
 
 @dataclasses.dataclass(frozen=True)
 class PassConfig:
-    """tiles: kernel (m, k, n) or None (raggemm chooses); kernel: "v1" or "v2";
-    buffers: input_buffer_count, 1..4; threads: 0 for OpenMP's default."""
+    """tiles: kernel (m, k, n) or None; kernel: "v1", "v2" or None; buffers:
+    input_buffer_count, 1..4, or None; threads: 0 for the framework's default.
+    What is None is resolved per call on its shape and group sizes, as the CLI
+    resolves it: tune cache, else heuristic."""
 
     tiles: tuple[int, int, int] | None = None
-    kernel: str = "v1"
-    buffers: int = 1
+    kernel: str | None = None
+    buffers: int | None = None
     threads: int = 0
     # Where each field came from when resolved by raggemm.plan(): pairs like
     # ("m", "explicit"), ("kernel", "heuristic"); None when set by hand.
@@ -29,10 +31,10 @@ class PassConfig:
 
     def __post_init__(self):
         object.__setattr__(self, "tiles", tile_tuple(self.tiles))
-        if self.kernel not in KERNELS:
-            raise Error(f"kernel={self.kernel!r}: expected one of {', '.join(KERNELS)}")
-        if not 1 <= int(self.buffers) <= 4:
-            raise Error(f"buffers={self.buffers!r}: expected 1..4")
+        if self.kernel is not None and self.kernel not in KERNELS:
+            raise Error(f"kernel={self.kernel!r}: expected one of {', '.join(KERNELS)} or None")
+        if self.buffers is not None and not 1 <= int(self.buffers) <= 4:
+            raise Error(f"buffers={self.buffers!r}: expected 1..4 or None")
         if int(self.threads) < 0:
             raise Error(f"threads={self.threads!r}: expected >= 0 (0: OpenMP's default)")
 
@@ -100,3 +102,32 @@ def plan(batch_seq, embed_dim, mlp_dim, groups, *, weight="wi", settings=None,
         for name, r in resolved.items()
     }
     return Plan(weight=weight, **passes)
+
+
+_PASS_OPERANDS = {"fwd": ("lhs", "rhs"), "dlhs": ("dout", "rhs"), "drhs": ("lhs", "dout")}
+
+
+def resolve_call(a, b, group_sizes, *, pass_: str = "fwd", tiles=None, kernel=None,
+                 buffers=None, threads: int = 0) -> PassConfig:
+    """The config a call of that pass with these operands runs: what the call
+    leaves None (a tile may be 0) comes from the tune cache, else the
+    heuristic, as in raggemm.gmm / tgmm, raggemm.torch and raggemm.jax.
+
+    pass_ "fwd": a = lhs [M, K], b = rhs [G, K, N]; "dlhs": a = dout [M, N],
+    b = rhs [G, K, N]; "drhs": a = lhs [M, K], b = dout [M, N]. The result's
+    ``source`` says where each field came from (explicit, cache, heuristic).
+    """
+    from ._arrays import GROUP_SIZE_DTYPES, buffer_count, kernel_name, to_raw
+    from . import _raggemm
+
+    if pass_ not in _PASS_OPERANDS:
+        raise Error(f"pass_={pass_!r}: expected one of fwd, dlhs, drhs")
+    first, second = _PASS_OPERANDS[pass_]
+    a, a_dtype = to_raw(a, first)
+    b, b_dtype = to_raw(b, second)
+    group_sizes, sizes_dtype = to_raw(group_sizes, "group_sizes", GROUP_SIZE_DTYPES)
+    r = _raggemm.resolve_call(pass_, a, a_dtype, b, b_dtype, group_sizes, sizes_dtype,
+                              tile_tuple(tiles, allow_zero=True), kernel_name(kernel),
+                              buffer_count(buffers), int(threads))
+    return PassConfig(tiles=r["tiles"], kernel=r["kernel"], buffers=r["buffers"],
+                      threads=int(threads), source=tuple(r["source"].items()))

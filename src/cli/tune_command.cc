@@ -4,19 +4,17 @@
 //   raggemm tune --m M --embed E --mlp F --groups G [--dist D] [--budget-s S]
 //       [--cache PATH] [--dtype f32|bf16] [--threads T] [--quiet]
 //
-// Pairs that are the same op problem (wi fwd and wo fwd when embed == mlp)
-// are tuned once. The budget is shared out over the distinct problems.
-#include <chrono>
+// The work is tune::tune_block (shared with raggemm.tune in Python): pairs
+// that are the same op problem are tuned once, the budget is shared out.
 #include <cstdio>
 #include <iostream>
-#include <map>
 
 #include "cli/bench_problem.h"
 #include "cli/command.h"
 #include "cli/common.h"
 #include "raggemm/error.h"
 #include "raggemm/plan.h"
-#include "tune/autotune.h"
+#include "tune/tune_block.h"
 
 namespace raggemm::cli {
 namespace {
@@ -65,68 +63,36 @@ int run_tune(const std::vector<std::string>& args) {
       bench::draw_group_sizes(dims.batch_seq, groups, bench::parse_group_dist(dist_text, "--dist"));
   TuneCache cache(app.count("--cache") ? cache_path : TuneCache::default_path());
 
-  // The distinct op problems, in (weight, pass) order.
-  struct Pair {
-    Weight weight;
-    Pass pass;
-    GmmShape shape;
-    std::string key;
-  };
-  std::vector<Pair> pairs;
-  std::map<std::string, size_t> first_of_key;
-  size_t distinct = 0;
-  for (Weight weight : kAllWeights) {
-    for (Pass pass : kAllPasses) {
-      GmmShape shape = block_pass_shape(weight, pass, dims, groups, group_sizes, dtype);
-      const std::string key = TuneCache::key(shape);
-      if (first_of_key.emplace(key, pairs.size()).second) ++distinct;
-      pairs.push_back(Pair{weight, pass, std::move(shape), key});
-    }
+  tune::BlockTuneOptions options;
+  options.budget_s = budget_s;
+  options.threads = threads;
+  options.log = quiet ? nullptr : &std::cout;
+  if (!quiet) {
+    options.on_start = [](Weight weight, Pass pass, const GmmShape& s, double share_s) {
+      std::printf("%s %s: %s M=%lld K=%lld N=%lld G=%lld, budget %.1f s\n", weight_name(weight),
+                  pass_name(pass), pass_op_name(pass), static_cast<long long>(s.m),
+                  static_cast<long long>(s.k), static_cast<long long>(s.n),
+                  static_cast<long long>(s.groups), share_s);
+      std::fflush(stdout);
+    };
   }
-
-  const auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
-  std::map<std::string, tune::TuneResult> results;
-  size_t remaining = distinct;
-  for (const Pair& pair : pairs) {
-    const char* weight = weight_name(pair.weight);
-    const char* pass = pass_name(pair.pass);
-    const GmmShape& s = pair.shape;
-    auto done = results.find(pair.key);
-    if (done == results.end()) {
-      tune::TuneOptions options;
-      // An even share of what is left, so an early problem that finishes
-      // under its share leaves more for the later ones.
-      // A small reserve (2%, at most 1 s) covers the start-up and the last
-      // cache write, so the whole command ends within --budget-s.
-      const double reserve = std::min(1.0, 0.02 * budget_s);
-      options.budget_s = std::max(0.0, (budget_s - reserve - elapsed()) / static_cast<double>(remaining--));
-      options.threads = threads;
-      options.log = quiet ? nullptr : &std::cout;
-      if (!quiet) {
-        std::printf("%s %s: %s M=%lld K=%lld N=%lld G=%lld, budget %.1f s\n", weight, pass, pass_op_name(pair.pass),
-                    static_cast<long long>(s.m), static_cast<long long>(s.k), static_cast<long long>(s.n),
-                    static_cast<long long>(s.groups), options.budget_s);
-        std::fflush(stdout);
-      }
-      tune::TuneResult result = tune::tune_problem(s, options);
-      cache.store(s, result.entry);
-      done = results.emplace(pair.key, std::move(result)).first;
-    }
-    const tune::TuneResult& result = done->second;
+  const tune::BlockTuneReport report =
+      tune::tune_block(dims, groups, group_sizes, dtype, cache, options);
+  for (const tune::BlockTuneRow& row : report.rows) {
+    const tune::TuneResult& result = row.result;
     const double tuned_s = result.winner_seconds;
-    const size_t first = first_of_key[pair.key];
-    std::printf("%-2s %-4s tuned %-40s %8.3f ms  heuristic %8.3f ms  speedup %.2fx  (%d candidates%s%s)\n", weight,
-                pass, describe(result.entry.winner).c_str(), tuned_s * 1e3, result.entry.heuristic_seconds * 1e3,
+    const bool shared = row.tuned_as_weight != row.weight || row.tuned_as_pass != row.pass;
+    std::printf("%-2s %-4s tuned %-40s %8.3f ms  heuristic %8.3f ms  speedup %.2fx  (%d candidates%s%s)\n",
+                weight_name(row.weight), pass_name(row.pass), describe(result.entry.winner).c_str(),
+                tuned_s * 1e3, result.entry.heuristic_seconds * 1e3,
                 tuned_s > 0 ? result.entry.heuristic_seconds / tuned_s : 1.0, result.candidates_timed,
                 result.budget_cut ? ", budget cut" : "",
-                first != static_cast<size_t>(&pair - pairs.data())
-                    ? (std::string(", same problem as ") + weight_name(pairs[first].weight) + " " +
-                       pass_name(pairs[first].pass)).c_str()
-                    : "");
+                shared ? (std::string(", same problem as ") + weight_name(row.tuned_as_weight) + " " +
+                          pass_name(row.tuned_as_pass)).c_str()
+                       : "");
   }
-  std::printf("tuned %zu distinct problems in %.1f s (budget %.1f s); cache: %s\n", distinct, elapsed(), budget_s,
-              cache.path().c_str());
+  std::printf("tuned %zu distinct problems in %.1f s (budget %.1f s); cache: %s\n", report.distinct,
+              report.seconds, budget_s, cache.path().c_str());
   return 0;
 }
 

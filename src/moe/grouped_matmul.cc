@@ -34,17 +34,36 @@ double pass_flops(const GroupedProblem& problem) {
          static_cast<double>(problem.n);
 }
 
+// The weight a call belongs to, from its name: the plan's weight for
+// expert and dense-MLP matmuls ("moe/wi_0/fwd", "moe/wi/fwd" -> "wi";
+// "mlp/wo/dlhs" -> "wo"), else the op's own name ("router/fwd" -> "router").
+std::string weight_of(const char* name) {
+  const std::string text(name);
+  const size_t first = text.find('/');
+  const size_t second = first == std::string::npos ? first : text.find('/', first + 1);
+  if (second == std::string::npos) return text.substr(0, first);
+  const std::string part = text.substr(first + 1, second - first - 1);
+  if (part.rfind("wi", 0) == 0) return "wi";
+  if (part.rfind("wo", 0) == 0) return "wo";
+  return part;
+}
+
+// A GMM event's trace args (raggemm/profiler.h); `reference`: the naive
+// loops ran (the reference backend, T = double, or a matmul too narrow for a
+// tiled kernel).
+void annotate(Profiler::Scope& scope, const char* name, Pass pass,
+              const ResolvedPassConfig& config, const GroupedProblem& p, bool reference) {
+  annotate_gmm(scope, pass, weight_of(name), reference ? nullptr : &config, p.m, p.k, p.n,
+               p.weight_groups());
+}
+
 // ---------------------------------------------------------------------------
 // The call log: what each call hands to the kernels, derived from the very
 // options the op receives, so a selection bug shows in the record.
 
-// "moe/wi_0/fwd" -> "wi"; names of non-expert matmuls give "dense".
+// Non-expert matmuls are logged as "dense".
 std::string weight_of(const MatmulContext& context, const char* name) {
-  if (context.kind != OpKind::kExpertGmm) return "dense";
-  const std::string text = name;
-  const size_t first = text.find('/');
-  const std::string part = text.substr(first + 1, text.find('/', first + 1) - first - 1);
-  return part.rfind("wo", 0) == 0 ? "wo" : "wi";
+  return context.kind == OpKind::kExpertGmm ? weight_of(name) : "dense";
 }
 
 // Naive loops read the caller's T as it is: `naive_type` names it.
@@ -219,6 +238,7 @@ void ops_gmm(const MatmulContext& context, const ResolvedPassConfig& config, Pas
       options.tiles.k = std::min(p.k, (options.tiles.k + k_block - 1) / k_block * k_block);
     log_call(context, name, pass, kernel_label(options.kernel), &quant);
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+    annotate(scope, name, pass, config, p, /*reference=*/false);
     copy_out(quantized_gmm(lhs_view, w_view, sizes, options, quant), out);
     return;
   }
@@ -231,6 +251,7 @@ void ops_gmm(const MatmulContext& context, const ResolvedPassConfig& config, Pas
     w_view = as_dtype(w, Shape{p.weight_groups(), p.k, p.n}, context.dtype, w_storage);
   }
   auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+  annotate(scope, name, pass, config, p, /*reference=*/false);
   gmm_into(lhs_view, w_view, sizes, TensorView(DType::kF32, Shape{p.m, out_cols}, out), options);
 }
 
@@ -262,6 +283,7 @@ void grouped_forward<float>(const MatmulContext& context, const ResolvedPassConf
   if (context.backend == MatmulBackend::kReference || tiny(context, p)) {
     log_call(context, name, Pass::kForward, "naive", nullptr, "f32");
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+    annotate(scope, name, Pass::kForward, config, p, /*reference=*/true);
     return naive_forward(p, x, w, out,
                          context.backend == MatmulBackend::kReference && worth_parallel(p));
   }
@@ -269,11 +291,12 @@ void grouped_forward<float>(const MatmulContext& context, const ResolvedPassConf
 }
 
 template <>
-void grouped_forward<double>(const MatmulContext& context, const ResolvedPassConfig&,
+void grouped_forward<double>(const MatmulContext& context, const ResolvedPassConfig& config,
                              const char* name, const GroupedProblem& p, const double* x,
                              const double* w, double* out) {
   log_call(context, name, Pass::kForward, "naive", nullptr, "f64");
   auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+  annotate(scope, name, Pass::kForward, config, p, /*reference=*/true);
   naive_forward(p, x, w, out, worth_parallel(p));
 }
 
@@ -292,6 +315,7 @@ void grouped_grad_lhs<float>(const MatmulContext& context, const ResolvedPassCon
   if (context.backend == MatmulBackend::kReference || tiny(context, p)) {
     log_call(context, name, Pass::kGradLhs, "naive", nullptr, "f32");
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+    annotate(scope, name, Pass::kGradLhs, config, p, /*reference=*/true);
     return naive_grad_lhs(p, dy, w, dx,
                           context.backend == MatmulBackend::kReference && worth_parallel(p));
   }
@@ -299,11 +323,12 @@ void grouped_grad_lhs<float>(const MatmulContext& context, const ResolvedPassCon
 }
 
 template <>
-void grouped_grad_lhs<double>(const MatmulContext& context, const ResolvedPassConfig&,
+void grouped_grad_lhs<double>(const MatmulContext& context, const ResolvedPassConfig& config,
                               const char* name, const GroupedProblem& p, const double* dy,
                               const double* w, double* dx) {
   log_call(context, name, Pass::kGradLhs, "naive", nullptr, "f64");
   auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+  annotate(scope, name, Pass::kGradLhs, config, p, /*reference=*/true);
   naive_grad_lhs(p, dy, w, dx, worth_parallel(p));
 }
 
@@ -314,6 +339,7 @@ void grouped_grad_rhs<float>(const MatmulContext& context, const ResolvedPassCon
   if (context.backend == MatmulBackend::kReference || tiny(context, p)) {
     log_call(context, name, Pass::kGradRhs, "naive", nullptr, "f32");
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+    annotate(scope, name, Pass::kGradRhs, config, p, /*reference=*/true);
     return naive_grad_rhs(p, x, dy, dw,
                           context.backend == MatmulBackend::kReference && worth_parallel(p));
   }
@@ -327,6 +353,7 @@ void grouped_grad_rhs<float>(const MatmulContext& context, const ResolvedPassCon
     const QuantGmmOptions quant = quant_options(context, Pass::kGradRhs);
     log_call(context, name, Pass::kGradRhs, kernel_label(options.kernel), &quant);
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+    annotate(scope, name, Pass::kGradRhs, config, p, /*reference=*/false);
     copy_out(quantized_tgmm(TensorView(DType::kF32, Shape{p.m, p.k}, x),
                             TensorView(DType::kF32, Shape{p.m, p.n}, dy), sizes, options, quant),
              dw);
@@ -341,15 +368,17 @@ void grouped_grad_rhs<float>(const MatmulContext& context, const ResolvedPassCon
     dy_view = as_dtype(dy, Shape{p.m, p.n}, context.dtype, dy_storage);
   }
   auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+  annotate(scope, name, Pass::kGradRhs, config, p, /*reference=*/false);
   tgmm_into(x_view, dy_view, sizes, out, options);
 }
 
 template <>
-void grouped_grad_rhs<double>(const MatmulContext& context, const ResolvedPassConfig&,
+void grouped_grad_rhs<double>(const MatmulContext& context, const ResolvedPassConfig& config,
                               const char* name, const GroupedProblem& p, const double* x,
                               const double* dy, double* dw) {
   log_call(context, name, Pass::kGradRhs, "naive", nullptr, "f64");
   auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+  annotate(scope, name, Pass::kGradRhs, config, p, /*reference=*/true);
   naive_grad_rhs(p, x, dy, dw, worth_parallel(p));
 }
 

@@ -51,7 +51,8 @@ void init_expert_shard(Param<T>& param, const ExpertShard& shard, uint64_t seed,
 template <class T>
 MoeLayer<T>::Impl::Impl(std::string prefix, const MoeConfig& config_, Profiler* profiler_,
                         Communicator* comm_)
-    : config(config_),
+    : name(prefix),
+      config(config_),
       profiler(profiler_),
       comm(comm_),
       shard(make_shard(config_, comm_)),
@@ -237,6 +238,7 @@ template <class T>
 void MoeLayer<T>::forward(const T* x, int64_t tokens, T* out) {
   Impl& m = *impl_;
   auto span = profile(m.profiler, "moe_layer/fwd", OpKind::kSpan);
+  span.arg("layer", m.name);
   const MoeConfig& c = m.config;
   const int64_t e = c.router.num_experts, d = c.embed_dim;
   const int64_t rows = tokens * c.router.top_k;
@@ -280,6 +282,7 @@ template <class T>
 void MoeLayer<T>::backward(const T* dout, T* dx) {
   Impl& m = *impl_;
   auto span = profile(m.profiler, "moe_layer/bwd", OpKind::kSpan);
+  span.arg("layer", m.name);
   const MoeConfig& c = m.config;
   const int64_t e = c.router.num_experts, d = c.embed_dim, k = c.router.top_k;
   const int64_t tokens = m.tokens, rows = tokens * k;

@@ -37,6 +37,8 @@ template <class T>
 struct MoeLayer<T>::Impl {
   Impl(std::string prefix, const MoeConfig& config, Profiler* profiler, Communicator* comm);
 
+  std::string name;  // the layer's parameter prefix; the "layer" arg of its trace slices
+
   bool fused_swiglu_forward() const;
   void prepare(int64_t rows);
   GroupedProblem problem(int64_t k, int64_t n) const {

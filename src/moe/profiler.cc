@@ -34,32 +34,68 @@ Profiler::Scope::Scope(Profiler* profiler, const char* name, OpKind kind, double
 }
 
 Profiler::Scope::~Scope() {
-  if (profiler_) profiler_->record(name_, kind_, flops_, start_, std::chrono::steady_clock::now());
+  if (profiler_) {
+    profiler_->record(name_, kind_, flops_, start_, std::chrono::steady_clock::now(),
+                      std::move(args_));
+  }
 }
 
-void Profiler::record(const char* name, OpKind kind, double flops,
+Profiler::Scope& Profiler::Scope::arg(const char* key, TraceArg value) {
+  if (tracing()) args_.emplace_back(key, std::move(value));
+  return *this;
+}
+
+int Profiler::thread_index() {
+  // Tracks are numbered from 1 in the order threads first record.
+  const auto [it, added] =
+      threads_.emplace(std::this_thread::get_id(), static_cast<int>(threads_.size()) + 1);
+  return it->second;
+}
+
+void Profiler::record(std::string_view name, OpKind kind, double flops,
                       std::chrono::steady_clock::time_point start,
-                      std::chrono::steady_clock::time_point end) {
+                      std::chrono::steady_clock::time_point end, TraceArgs args) {
   const double seconds = std::chrono::duration<double>(end - start).count();
+  const std::lock_guard<std::mutex> lock(mutex_);
   if (kind != OpKind::kSpan) totals_.seconds[static_cast<size_t>(kind)] += seconds;
   if (kind == OpKind::kExpertGmm) totals_.expert_gmm_flops += flops;
   if (kind == OpKind::kDenseGmm) totals_.dense_gmm_flops += flops;
   if (record_trace_) {
     events_.push_back(
-        Event{name, kind, flops,
+        Event{std::string(name), kind, flops,
               std::chrono::duration_cast<std::chrono::nanoseconds>(start - origin_).count(),
-              std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count()});
+              std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count(),
+              thread_index(), std::move(args)});
   }
 }
 
+void Profiler::record_span(std::string name, std::chrono::steady_clock::time_point start,
+                           TraceArgs args) {
+  record(name, OpKind::kSpan, 0, start, std::chrono::steady_clock::now(), std::move(args));
+}
+
 Profiler::Totals Profiler::take_totals() {
+  const std::lock_guard<std::mutex> lock(mutex_);
   Totals out = totals_;
   totals_ = Totals{};
   return out;
 }
 
-void Profiler::write_trace(const std::string& path) const {
+namespace {
+
+nlohmann::json metadata(const char* what, int pid, int tid, const std::string& name) {
+  return {{"name", what}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", {{"name", name}}}};
+}
+
+}  // namespace
+
+std::string Profiler::trace_json() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
   nlohmann::json events = nlohmann::json::array();
+  events.push_back(metadata("process_name", rank_, 0, "rank " + std::to_string(rank_)));
+  for (const auto& [id, tid] : threads_) {
+    events.push_back(metadata("thread_name", rank_, tid, "thread " + std::to_string(tid)));
+  }
   for (const Event& event : events_) {
     nlohmann::json entry = {
         {"name", event.name},
@@ -67,18 +103,43 @@ void Profiler::write_trace(const std::string& path) const {
         {"ph", "X"},
         {"ts", static_cast<double>(event.start_ns) / 1e3},
         {"dur", static_cast<double>(event.duration_ns) / 1e3},
-        {"pid", 1},
-        {"tid", 1},
+        {"pid", rank_},
+        {"tid", event.tid},
     };
-    if (event.flops > 0) {
-      entry["args"] = {
-          {"flops", event.flops},
-          {"gflops_per_s", event.duration_ns > 0 ? event.flops / event.duration_ns : 0.0}};
+    nlohmann::json args = nlohmann::json::object();
+    for (const auto& [key, value] : event.args) {
+      std::visit([&args, &key](const auto& v) { args[key] = v; }, value);
     }
+    if (event.flops > 0) {
+      args["flops"] = event.flops;
+      args["gflops_per_s"] = event.duration_ns > 0 ? event.flops / event.duration_ns : 0.0;
+    }
+    if (!args.empty()) entry["args"] = std::move(args);
     events.push_back(std::move(entry));
   }
   const nlohmann::json trace = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
-  const std::string text = trace.dump();
+  return trace.dump();
+}
+
+void annotate_gmm(Profiler::Scope& scope, Pass pass, const std::string& weight,
+                  const ResolvedPassConfig* config, int64_t m, int64_t k, int64_t n,
+                  int64_t groups) {
+  if (!scope.tracing()) return;
+  scope.arg("pass", pass_name(pass)).arg("weight", weight);
+  scope.arg("kernel", config ? kernel_name(config->kernel) : "naive");
+  if (config) {
+    scope.arg("tile_m", config->tiles.m).arg("tile_k", config->tiles.k);
+    scope.arg("tile_n", config->tiles.n);
+    scope.arg("tile_m_source", source_name(config->source.m))
+        .arg("tile_k_source", source_name(config->source.k))
+        .arg("tile_n_source", source_name(config->source.n))
+        .arg("kernel_source", source_name(config->source.kernel));
+  }
+  scope.arg("M", m).arg("K", k).arg("N", n).arg("G", groups);
+}
+
+void Profiler::write_trace(const std::string& path) const {
+  const std::string text = trace_json();
   write_file_atomic(path, text.data(), text.size());
 }
 

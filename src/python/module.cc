@@ -13,5 +13,7 @@ NB_MODULE(_raggemm, module) {
   raggemm::python::bind_numpy_ops(module);
   raggemm::python::bind_quantization(module);
   raggemm::python::bind_plan(module);
+  raggemm::python::bind_tune(module);
+  raggemm::python::bind_trace(module);
   raggemm::python::bind_xla_ffi(module);
 }

@@ -87,6 +87,16 @@ TensorView view_of(const InputArray& array, DType dtype, const char* argument) {
   return TensorView(dtype, std::move(shape), data);
 }
 
+std::vector<int32_t> group_size_values(const std::optional<InputArray>& array, int64_t groups) {
+  std::vector<int32_t> sizes;
+  if (!array) return sizes;
+  const TensorView view = view_of(*array, DType::kI32, "group_sizes");
+  require(view.rank() == 1 && view.dim(0) == groups, "group_sizes", shape_string(view.shape),
+          "expected [groups] int32");
+  sizes.assign(view.as<int32_t>(), view.as<int32_t>() + view.dim(0));
+  return sizes;
+}
+
 TensorView view_of_output(const OutputArray& array, const char* argument) {
   if (!holds(DType::kF32, array.dtype())) {
     fail(argument, describe(array.dtype()), "expected a float32 array");

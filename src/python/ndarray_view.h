@@ -8,6 +8,8 @@
 #include <nanobind/ndarray.h>
 
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 #include "raggemm/tensor.h"
 
@@ -25,6 +27,10 @@ using InputArray = nb::ndarray<nb::ro, nb::device::cpu>;
 // is how raggemm's Python layer passes ml_dtypes arrays); the array must be
 // C-contiguous.
 TensorView view_of(const InputArray& array, DType dtype, const char* argument);
+
+// The values of an optional int32 [groups] array (empty when absent): the
+// group sizes raggemm.plan and raggemm.tune reason about.
+std::vector<int32_t> group_size_values(const std::optional<InputArray>& array, int64_t groups);
 
 // A writable CPU array the ops write into.
 using OutputArray = nb::ndarray<nb::device::cpu>;

@@ -6,12 +6,15 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <tuple>
 
 #include "python/bindings.h"
+#include "python/call_resolution.h"
 #include "python/ndarray_view.h"
+#include "python/python_trace.h"
 #include "raggemm/error.h"
 #include "raggemm/gmm.h"
 #include "raggemm/quant.h"
@@ -41,6 +44,15 @@ Tiles tiles_of(const std::optional<TileTuple>& tiles) {
   if (!tiles) return {};
   const auto [m, k, n] = *tiles;
   return Tiles{m, k, n};
+}
+
+// Block-scaled weights need forward k-tiles that are whole blocks (as the
+// CLI rounds them): a resolved k is rounded up to the block size.
+void round_k_to_weight_blocks(const QuantGmmOptions& quant, bool transpose_rhs, int64_t k,
+                              Tiles& tiles) {
+  if (transpose_rhs || !quant.rhs_scaling.block()) return;
+  const int64_t block = quant.rhs_scaling.block_size;
+  tiles.k = std::min(k, (tiles.k + block - 1) / block * block);
 }
 
 std::optional<TensorView> optional_view(const std::optional<InputArray>& array,
@@ -73,17 +85,22 @@ nb::object gmm(const InputArray& lhs, const std::string& lhs_dtype, const InputA
                                   const std::optional<InputArray>& col_bias,
                                   const std::optional<InputArray>& row_scale,
                                   const std::optional<std::string>& quant,
-                                  const std::string& rhs_scales, int64_t lhs_k_block) {
+                                  const std::string& rhs_scales, int64_t lhs_k_block,
+                                  const std::string& weight) {
   const TensorView lhs_view = view_of(lhs, parse_dtype(lhs_dtype, "lhs"), "lhs");
   const TensorView rhs_view = view_of(rhs, parse_dtype(rhs_dtype, "rhs"), "rhs");
   const TensorView sizes_view =
       view_of(group_sizes, parse_dtype(sizes_dtype, "group_sizes"), "group_sizes");
   GmmOptions options;
   options.transpose_rhs = transpose_rhs;
-  options.tiles = tiles_of(tiles);
-  options.kernel = parse_kernel(kernel, "kernel");
-  options.input_buffer_count = buffers;
-  options.threads = threads;
+  CallSettings settings{tiles_of(tiles), kernel, buffers, threads, quant.has_value()};
+  // The fused output stage is v2's: an unset kernel resolves to it.
+  const bool fused = swiglu || col_scale || col_bias || row_scale;
+  if (fused && settings.kernel == "auto") settings.kernel = kernel_name(KernelVersion::kV2);
+  const Pass pass = transpose_rhs ? Pass::kGradLhs : Pass::kForward;
+  const ResolvedPassConfig config =
+      resolve_call(pass, lhs_view, rhs_view, sizes_view, settings, group_offset, local_groups);
+  apply(config, threads, options);
   options.group_offset = group_offset;
   options.local_groups = local_groups;
   options.fuse_swiglu = swiglu;
@@ -93,14 +110,21 @@ nb::object gmm(const InputArray& lhs, const std::string& lhs_dtype, const InputA
 
   if (quant) {
     const QuantGmmOptions quant_options = QuantArgs{quant, rhs_scales, lhs_k_block}.options();
-    return quantized_to_numpy(
-        [&] { return quantized_gmm(lhs_view, rhs_view, sizes_view, options, quant_options); });
+    round_k_to_weight_blocks(quant_options, transpose_rhs, lhs_view.dim(1), options.tiles);
+    return quantized_to_numpy([&] {
+      Tensor result;
+      traced_gmm(pass, weight, config, lhs_view, rhs_view, sizes_view, local_groups, [&] {
+        result = quantized_gmm(lhs_view, rhs_view, sizes_view, options, quant_options);
+      });
+      return result;
+    });
   }
   if (!out) fail("out", "None", "an output array is required");
   const TensorView out_view = view_of_output(*out, "out");
   {
     nb::gil_scoped_release release;
-    gmm_into(lhs_view, rhs_view, sizes_view, out_view, options);
+    traced_gmm(pass, weight, config, lhs_view, rhs_view, sizes_view, local_groups,
+               [&] { gmm_into(lhs_view, rhs_view, sizes_view, out_view, options); });
   }
   return nb::none();
 }
@@ -111,29 +135,37 @@ nb::object tgmm(const InputArray& lhs, const std::string& lhs_dtype, const Input
                 const std::optional<TileTuple>& tiles, const std::string& kernel,
                                    int buffers, int threads, int64_t group_offset,
                                    int64_t local_groups, const std::optional<std::string>& quant,
-                                   const std::string& rhs_scales) {
+                                   const std::string& rhs_scales, const std::string& weight) {
   const TensorView lhs_view = view_of(lhs, parse_dtype(lhs_dtype, "lhs"), "lhs");
   const TensorView dout_view = view_of(dout, parse_dtype(dout_dtype, "dout"), "dout");
   const TensorView sizes_view =
       view_of(group_sizes, parse_dtype(sizes_dtype, "group_sizes"), "group_sizes");
   TgmmOptions options;
-  options.tiles = tiles_of(tiles);
-  options.kernel = parse_kernel(kernel, "kernel");
-  options.input_buffer_count = buffers;
-  options.threads = threads;
+  const CallSettings settings{tiles_of(tiles), kernel, buffers, threads, quant.has_value()};
+  const ResolvedPassConfig config = resolve_call(Pass::kGradRhs, lhs_view, dout_view, sizes_view,
+                                                 settings, group_offset, local_groups);
+  apply(config, threads, options);
   options.group_offset = group_offset;
   options.local_groups = local_groups;
 
   if (quant) {
     const QuantGmmOptions quant_options = QuantArgs{quant, rhs_scales, 0}.options();
-    return quantized_to_numpy(
-        [&] { return quantized_tgmm(lhs_view, dout_view, sizes_view, options, quant_options); });
+    return quantized_to_numpy([&] {
+      Tensor result;
+      traced_gmm(Pass::kGradRhs, weight, config, lhs_view, dout_view, sizes_view, local_groups,
+                 [&] {
+                   result = quantized_tgmm(lhs_view, dout_view, sizes_view, options,
+                                           quant_options);
+                 });
+      return result;
+    });
   }
   if (!out) fail("out", "None", "an output array is required");
   const TensorView out_view = view_of_output(*out, "out");
   {
     nb::gil_scoped_release release;
-    tgmm_into(lhs_view, dout_view, sizes_view, out_view, options);
+    traced_gmm(Pass::kGradRhs, weight, config, lhs_view, dout_view, sizes_view, local_groups,
+               [&] { tgmm_into(lhs_view, dout_view, sizes_view, out_view, options); });
   }
   return nb::none();
 }
@@ -148,12 +180,12 @@ void bind_numpy_ops(nb::module_& module) {
              nb::arg("swiglu"),
              nb::arg("col_scale").none(), nb::arg("col_bias").none(),
              nb::arg("row_scale").none(), nb::arg("quant").none(), nb::arg("rhs_scales"),
-             nb::arg("lhs_k_block"));
+             nb::arg("lhs_k_block"), nb::arg("weight"));
   module.def("tgmm", &tgmm, nb::arg("lhs"), nb::arg("lhs_dtype"), nb::arg("dout"),
              nb::arg("dout_dtype"), nb::arg("group_sizes"), nb::arg("group_sizes_dtype"),
              nb::arg("out").none(), nb::arg("tiles").none(), nb::arg("kernel"), nb::arg("buffers"), nb::arg("threads"),
              nb::arg("group_offset"), nb::arg("local_groups"), nb::arg("quant").none(),
-             nb::arg("rhs_scales"));
+             nb::arg("rhs_scales"), nb::arg("weight"));
 }
 
 }  // namespace raggemm::python

@@ -4,14 +4,17 @@
 // into a raggemm.Plan for the numpy API and raggemm.jax.ragged_dot.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "python/bindings.h"
+#include "python/call_resolution.h"
 #include "python/ndarray_view.h"
 #include "raggemm/error.h"
 #include "raggemm/plan.h"
@@ -20,10 +23,7 @@ namespace raggemm::python {
 namespace {
 
 nb::dict pass_dict(const ResolvedPassConfig& config) {
-  nb::dict out;
-  out["tiles"] = nb::make_tuple(config.tiles.m, config.tiles.k, config.tiles.n);
-  out["kernel"] = kernel_name(config.kernel);
-  out["buffers"] = config.input_buffer_count;
+  nb::dict out = config_dict(config.tiles, config.kernel, config.input_buffer_count);
   nb::dict source;
   source["m"] = source_name(config.source.m);
   source["k"] = source_name(config.source.k);
@@ -48,13 +48,7 @@ nb::dict resolve_plan(const std::string& weight_name, int64_t batch_seq, int64_t
   require(mlp_dim > 0, "mlp_dim", mlp_dim, "must be > 0");
   require(groups > 0, "groups", groups, "must be > 0");
   const BlockPlan block = parse_plan_settings(settings);
-  std::vector<int32_t> sizes;
-  if (group_sizes) {
-    const TensorView view = view_of(*group_sizes, DType::kI32, "group_sizes");
-    require(view.rank() == 1 && view.dim(0) == groups, "group_sizes", shape_string(view.shape),
-            "expected [groups] int32");
-    sizes.assign(view.as<int32_t>(), view.as<int32_t>() + view.dim(0));
-  }
+  const std::vector<int32_t> sizes = group_size_values(group_sizes, groups);
   std::unique_ptr<TuneCache> own_cache;
   const TuneCache* cache = nullptr;
   if (use_cache) {
@@ -74,7 +68,36 @@ nb::dict resolve_plan(const std::string& weight_name, int64_t batch_seq, int64_t
   return out;
 }
 
+// What one numpy/torch/JAX call with these operands and settings runs:
+// the fields it leaves unset resolved as the call resolves them.
+nb::dict resolve_call_config(const std::string& pass_text, const InputArray& a,
+                             const std::string& a_dtype, const InputArray& b,
+                             const std::string& b_dtype, const InputArray& group_sizes,
+                             const std::string& sizes_dtype,
+                             const std::optional<std::tuple<int64_t, int64_t, int64_t>>& tiles,
+                             const std::string& kernel, int buffers, int threads) {
+  const Pass pass = parse_pass(pass_text, "pass");
+  CallSettings settings;
+  if (tiles) settings.tiles = Tiles{std::get<0>(*tiles), std::get<1>(*tiles), std::get<2>(*tiles)};
+  settings.kernel = kernel;
+  settings.buffers = buffers;
+  settings.threads = threads;
+  return pass_dict(resolve_call(pass, view_of(a, parse_dtype(a_dtype, "a"), "a"),
+                                view_of(b, parse_dtype(b_dtype, "b"), "b"),
+                                view_of(group_sizes, parse_dtype(sizes_dtype, "group_sizes"),
+                                        "group_sizes"),
+                                settings));
+}
+
 }  // namespace
+
+nb::dict config_dict(const Tiles& tiles, KernelVersion kernel, int buffers) {
+  nb::dict out;
+  out["tiles"] = nb::make_tuple(tiles.m, tiles.k, tiles.n);
+  out["kernel"] = kernel_name(kernel);
+  out["buffers"] = buffers;
+  return out;
+}
 
 void bind_plan(nb::module_& module) {
   module.def("resolve_plan", &resolve_plan, nb::arg("weight"), nb::arg("batch_seq"),
@@ -82,6 +105,10 @@ void bind_plan(nb::module_& module) {
              nb::arg("group_sizes").none(), nb::arg("cache_path").none(), nb::arg("use_cache"),
              nb::arg("dtype"));
   module.def("plan_setting_keys", &plan_setting_keys);
+  module.def("resolve_call", &resolve_call_config, nb::arg("pass"), nb::arg("a"),
+             nb::arg("a_dtype"), nb::arg("b"), nb::arg("b_dtype"), nb::arg("group_sizes"),
+             nb::arg("group_sizes_dtype"), nb::arg("tiles").none(), nb::arg("kernel"),
+             nb::arg("buffers"), nb::arg("threads"));
 }
 
 }  // namespace raggemm::python

@@ -11,6 +11,8 @@
 #include <string_view>
 
 #include "python/bindings.h"
+#include "python/call_resolution.h"
+#include "python/python_trace.h"
 #include "raggemm/error.h"
 #include "raggemm/gmm.h"
 
@@ -26,14 +28,24 @@ namespace nb = nanobind;
 namespace raggemm::python {
 namespace {
 
-// One pass's settings, as attributes of the custom call (from the plan).
+// One pass's settings, as attributes of the custom call (from the plan),
+// and the expert-parallel range: group_offset is an operand (it is traced
+// under jit, e.g. from the expert axis index), local_groups an attribute
+// (-1: every group; else rhs / the drhs output hold groups
+// [group_offset, group_offset + local_groups)).
 struct PassAttrs {
   int64_t tile_m, tile_k, tile_n;
   std::string_view kernel;
   int64_t buffers, threads;
+  int64_t group_offset, local_groups;
+  std::string_view weight;  // the plan's weight, for the trace ("" unknown)
 
-  Tiles tiles() const { return Tiles{tile_m, tile_k, tile_n}; }
-  KernelVersion kernel_version() const { return parse_kernel(std::string(kernel), "kernel"); }
+  // Unset fields (0 tiles, kernel "auto", 0 buffers) are resolved on the
+  // call's shape and group sizes: explicit > tune cache > heuristic.
+  CallSettings settings() const {
+    return CallSettings{Tiles{tile_m, tile_k, tile_n}, std::string(kernel),
+                        static_cast<int>(buffers), static_cast<int>(threads)};
+  }
 };
 
 DType dtype_of(ffi::DataType type, const char* argument) {
@@ -60,6 +72,13 @@ TensorView view_of(const ffi::AnyBuffer& buffer, const char* argument) {
   return view_of(buffer, dtype_of(buffer.element_type(), argument));
 }
 
+// group_offset arrives as an S32[1] buffer (host memory on the CPU platform).
+int64_t offset_of(const ffi::Buffer<ffi::S32>& group_offset) {
+  require(group_offset.element_count() == 1, "group_offset", group_offset.element_count(),
+          "expected one element");
+  return group_offset.typed_data()[0];
+}
+
 // Runs one op and turns raggemm's errors into XLA errors (which JAX raises
 // as exceptions carrying the same message); nothing may escape into XLA.
 template <class Body>
@@ -74,60 +93,80 @@ ffi::Error guarded(Body&& body) {
   }
 }
 
-GmmOptions gmm_options(const PassAttrs& attrs, bool transpose_rhs) {
+void run_gmm(Pass pass, const TensorView& a, const TensorView& rhs, const TensorView& sizes,
+             const TensorView& out, const PassAttrs& attrs) {
   GmmOptions options;
-  options.transpose_rhs = transpose_rhs;
-  options.tiles = attrs.tiles();
-  options.kernel = attrs.kernel_version();
-  options.input_buffer_count = static_cast<int>(attrs.buffers);
-  options.threads = static_cast<int>(attrs.threads);
-  return options;
+  options.transpose_rhs = pass == Pass::kGradLhs;
+  const ResolvedPassConfig config =
+      resolve_call(pass, a, rhs, sizes, attrs.settings(), attrs.group_offset, attrs.local_groups);
+  apply(config, static_cast<int>(attrs.threads), options);
+  options.group_offset = attrs.group_offset;
+  options.local_groups = attrs.local_groups;
+  traced_gmm(pass, std::string(attrs.weight), config, a, rhs, sizes, attrs.local_groups,
+             [&] { gmm_into(a, rhs, sizes, out, options); });
 }
 
 // Forward: out[M,N] = lhs[M,K] @ rhs[g][K,N].
 ffi::Error forward(ffi::AnyBuffer lhs, ffi::AnyBuffer rhs, ffi::Buffer<ffi::S32> group_sizes,
-                   ffi::ResultBuffer<ffi::F32> out, int64_t tile_m, int64_t tile_k,
-                   int64_t tile_n, std::string_view kernel, int64_t buffers, int64_t threads) {
+                   ffi::Buffer<ffi::S32> group_offset, ffi::ResultBuffer<ffi::F32> out,
+                   int64_t tile_m, int64_t tile_k, int64_t tile_n, std::string_view kernel,
+                   int64_t buffers, int64_t threads, int64_t local_groups,
+                   std::string_view weight) {
   return guarded([&] {
-    const PassAttrs attrs{tile_m, tile_k, tile_n, kernel, buffers, threads};
-    gmm_into(view_of(lhs, "lhs"), view_of(rhs, "rhs"), view_of(group_sizes, DType::kI32),
-             view_of(*out, DType::kF32), gmm_options(attrs, /*transpose_rhs=*/false));
+    const PassAttrs attrs{tile_m,  tile_k,  tile_n, kernel, buffers, threads,
+                          offset_of(group_offset), local_groups, weight};
+    run_gmm(Pass::kForward, view_of(lhs, "lhs"), view_of(rhs, "rhs"),
+            view_of(group_sizes, DType::kI32), view_of(*out, DType::kF32), attrs);
   });
 }
 
 // Grad wrt lhs: dlhs[M,K] = dout[M,N] @ rhs[g][K,N]^T.
 ffi::Error grad_lhs(ffi::AnyBuffer dout, ffi::AnyBuffer rhs, ffi::Buffer<ffi::S32> group_sizes,
-                    ffi::ResultBuffer<ffi::F32> dlhs, int64_t tile_m, int64_t tile_k,
-                    int64_t tile_n, std::string_view kernel, int64_t buffers, int64_t threads) {
+                    ffi::Buffer<ffi::S32> group_offset, ffi::ResultBuffer<ffi::F32> dlhs,
+                    int64_t tile_m, int64_t tile_k, int64_t tile_n, std::string_view kernel,
+                    int64_t buffers, int64_t threads, int64_t local_groups,
+                   std::string_view weight) {
   return guarded([&] {
-    const PassAttrs attrs{tile_m, tile_k, tile_n, kernel, buffers, threads};
-    gmm_into(view_of(dout, "dout"), view_of(rhs, "rhs"), view_of(group_sizes, DType::kI32),
-             view_of(*dlhs, DType::kF32), gmm_options(attrs, /*transpose_rhs=*/true));
+    const PassAttrs attrs{tile_m,  tile_k,  tile_n, kernel, buffers, threads,
+                          offset_of(group_offset), local_groups, weight};
+    run_gmm(Pass::kGradLhs, view_of(dout, "dout"), view_of(rhs, "rhs"),
+            view_of(group_sizes, DType::kI32), view_of(*dlhs, DType::kF32), attrs);
   });
 }
 
 // Grad wrt rhs: drhs[g] = lhs[rows g]^T @ dout[rows g].
 ffi::Error grad_rhs(ffi::AnyBuffer lhs, ffi::AnyBuffer dout, ffi::Buffer<ffi::S32> group_sizes,
-                    ffi::ResultBuffer<ffi::F32> drhs, int64_t tile_m, int64_t tile_k,
-                    int64_t tile_n, std::string_view kernel, int64_t buffers, int64_t threads) {
+                    ffi::Buffer<ffi::S32> group_offset, ffi::ResultBuffer<ffi::F32> drhs,
+                    int64_t tile_m, int64_t tile_k, int64_t tile_n, std::string_view kernel,
+                    int64_t buffers, int64_t threads, int64_t local_groups,
+                   std::string_view weight) {
   return guarded([&] {
-    const PassAttrs attrs{tile_m, tile_k, tile_n, kernel, buffers, threads};
+    const PassAttrs attrs{tile_m,  tile_k,  tile_n, kernel, buffers, threads,
+                          offset_of(group_offset), local_groups, weight};
+    const TensorView lhs_view = view_of(lhs, "lhs");
+    const TensorView dout_view = view_of(dout, "dout");
+    const TensorView sizes_view = view_of(group_sizes, DType::kI32);
     TgmmOptions options;
-    options.tiles = attrs.tiles();
-    options.kernel = attrs.kernel_version();
-    options.input_buffer_count = static_cast<int>(attrs.buffers);
-    options.threads = static_cast<int>(attrs.threads);
-    tgmm_into(view_of(lhs, "lhs"), view_of(dout, "dout"), view_of(group_sizes, DType::kI32),
-              view_of(*drhs, DType::kF32), options);
+    const ResolvedPassConfig config =
+        resolve_call(Pass::kGradRhs, lhs_view, dout_view, sizes_view, attrs.settings(),
+                     attrs.group_offset, attrs.local_groups);
+    apply(config, static_cast<int>(attrs.threads), options);
+    options.group_offset = attrs.group_offset;
+    options.local_groups = attrs.local_groups;
+    const TensorView out_view = view_of(*drhs, DType::kF32);
+    traced_gmm(Pass::kGradRhs, std::string(attrs.weight), config, lhs_view, dout_view,
+               sizes_view, attrs.local_groups,
+               [&] { tgmm_into(lhs_view, dout_view, sizes_view, out_view, options); });
   });
 }
 
-// The three handlers share one signature: two operands, the group sizes, one
-// f32 result and the pass attributes.
+// The three handlers share one signature: two operands, the group sizes, the
+// group offset, one f32 result and the pass attributes.
 auto binding() {
   return ffi::Ffi::Bind()
       .Arg<ffi::AnyBuffer>()
       .Arg<ffi::AnyBuffer>()
+      .Arg<ffi::Buffer<ffi::S32>>()
       .Arg<ffi::Buffer<ffi::S32>>()
       .Ret<ffi::Buffer<ffi::F32>>()
       .Attr<int64_t>("tile_m")
@@ -135,7 +174,9 @@ auto binding() {
       .Attr<int64_t>("tile_n")
       .Attr<std::string_view>("kernel")
       .Attr<int64_t>("buffers")
-      .Attr<int64_t>("threads");
+      .Attr<int64_t>("threads")
+      .Attr<int64_t>("local_groups")
+      .Attr<std::string_view>("weight");
 }
 
 }  // namespace

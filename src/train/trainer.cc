@@ -308,6 +308,7 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
   if (config.moe.use_tune_cache && rank == 0) autotune_missing(config, log);
   if (comm) comm->barrier();
   Profiler profiler(config.profiler == "trace");
+  profiler.set_rank(rank);
   ModelConfig model_config;
   model_config.vocab_size = config.vocab_size;
   model_config.num_layers = config.base_num_decoder_layers;
@@ -383,24 +384,30 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
   for (int64_t step = start + 1; step <= config.steps; ++step) {
     const auto begin = std::chrono::steady_clock::now();
     const double comm_before = comm ? comm->seconds() : 0;
-    Batch batch;
-    {
-      auto scope = profile(&profiler, "data", OpKind::kData);
-      batch = data->batch(step - 1);
-    }
     LossParts parts;
-    {
-      auto span = profile(&profiler, "forward_backward", OpKind::kSpan);
-      parts = model.loss_and_grad(batch.inputs.data(), batch.targets.data(), tokens);
-    }
-    require(std::isfinite(parts.total), "loss", parts.total,
-            "diverged at step " + std::to_string(step) + " (lower learning_rate?)");
     const double lr = Optimizer::learning_rate(config, step);
     {
-      auto scope = profile(&profiler, "optimizer", OpKind::kOptimizer);
-      optimizer.step(lr);
-      for (auto* layer : model.moe_layers())
-        layer->update_selection_bias(config.routed_bias_update_rate);
+      // The step's slice in the trace: it holds the layers' slices, which
+      // hold the GMM events.
+      auto step_span = profile(&profiler, "step", OpKind::kSpan);
+      step_span.arg("step", step);
+      Batch batch;
+      {
+        auto scope = profile(&profiler, "data", OpKind::kData);
+        batch = data->batch(step - 1);
+      }
+      {
+        auto span = profile(&profiler, "forward_backward", OpKind::kSpan);
+        parts = model.loss_and_grad(batch.inputs.data(), batch.targets.data(), tokens);
+      }
+      require(std::isfinite(parts.total), "loss", parts.total,
+              "diverged at step " + std::to_string(step) + " (lower learning_rate?)");
+      {
+        auto scope = profile(&profiler, "optimizer", OpKind::kOptimizer);
+        optimizer.step(lr);
+        for (auto* layer : model.moe_layers())
+          layer->update_selection_bias(config.routed_bias_update_rate);
+      }
     }
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();

@@ -2,6 +2,8 @@
 under jit, grad and vmap; plans per pass; errors; reentrancy."""
 
 import concurrent.futures
+import functools
+import inspect
 import subprocess
 import sys
 
@@ -123,7 +125,7 @@ def test_each_pass_gets_its_own_config_from_the_plan():
     plan = raggemm.Plan(fwd=raggemm.PassConfig(tiles=(8, 16, 24), kernel="v2", buffers=2),
                         dlhs=raggemm.PassConfig(tiles=(5, 7, 9), kernel="v1", buffers=3),
                         drhs=raggemm.PassConfig(tiles=(11, 13, 15), kernel="v2", buffers=4))
-    f = loss(lambda a, b, s: rjax.ragged_dot(a, b, s, plan), sizes)
+    f = loss(lambda a, b, s: rjax.ragged_dot(a, b, s, plan=plan), sizes)
     hlo = jax.jit(jax.grad(f, argnums=(0, 1))).lower(lhs, rhs).as_text()
     for target, (m, k, n), kernel, buffers in (
             ("raggemm_ragged_dot_fwd", (8, 16, 24), "v2", 2),
@@ -141,7 +143,7 @@ def test_each_pass_gets_its_own_config_from_the_plan():
 def test_resolved_plan_runs():
     lhs, rhs, sizes = random_problem(7)
     plan = raggemm.plan(lhs.shape[0], lhs.shape[1], rhs.shape[2], rhs.shape[0], cache=False)
-    got = jax.jit(rjax.ragged_dot, static_argnums=3)(lhs, rhs, sizes, plan)
+    got = jax.jit(functools.partial(rjax.ragged_dot, plan=plan))(lhs, rhs, sizes)
     assert rel_err(got, jax.lax.ragged_dot(lhs, rhs, sizes)) <= TOLERANCE
 
 
@@ -206,3 +208,127 @@ def test_numpy_api_works_without_jax():
                             timeout=120)
     assert result.returncode == 0, result.stderr
     assert "numpy-only ok" in result.stdout
+
+
+def dense_ragged_dot(lhs, rhs, group_sizes):
+    """The same function as a dense einsum over a one-hot row -> group map (rows
+    past the groups map to none): an oracle every JAX transformation handles,
+    where lax.ragged_dot's own vmap rule stops jacfwd and hessian."""
+    ends = np.cumsum(group_sizes)
+    group_of_row = np.searchsorted(ends, np.arange(lhs.shape[0]), side="right")
+    one_hot = (group_of_row[:, None] == np.arange(len(group_sizes))[None, :]).astype(np.float32)
+    return jnp.einsum("mk,mg,gkn->mn", lhs, one_hot, rhs,
+                      precision=jax.lax.Precision.HIGHEST)
+
+
+def test_signature_is_lax_ragged_dot_s():
+    ours = list(inspect.signature(rjax.ragged_dot).parameters.values())
+    theirs = [p for p in inspect.signature(jax.lax.ragged_dot).parameters.values()
+              if p.name != "out_sharding"]
+    assert [(p.name, p.default) for p in ours[:len(theirs)]] == \
+        [(p.name, p.default) for p in theirs]
+    lhs, rhs, sizes = random_problem(3)
+    got = rjax.ragged_dot(lhs, rhs, sizes, jax.lax.Precision.HIGHEST, jnp.float32)
+    assert rel_err(got, jax.lax.ragged_dot(lhs, rhs, sizes)) <= TOLERANCE
+
+
+def test_preferred_element_type_bfloat16():
+    lhs, rhs, sizes = random_problem(2)
+    got = rjax.ragged_dot(lhs, rhs, sizes, preferred_element_type=jnp.bfloat16)
+    assert got.dtype == jnp.bfloat16
+    assert rel_err(got, jax.lax.ragged_dot(lhs, rhs, sizes)) <= 1e-2
+
+
+@pytest.mark.parametrize("seed", SEEDS[:4])
+def test_forward_mode_jvp_and_jacfwd_match_lax(seed):
+    lhs, rhs, sizes = random_problem(seed)
+    rng = np.random.default_rng(seed + 100)
+    dl, dr = rng.standard_normal(lhs.shape).astype(np.float32), \
+        rng.standard_normal(rhs.shape).astype(np.float32)
+    ours = jax.jit(lambda a, b, da, db: jax.jvp(lambda x, y: rjax.ragged_dot(x, y, sizes),
+                                                 (a, b), (da, db)))(lhs, rhs, dl, dr)
+    theirs = jax.jvp(lambda x, y: jax.lax.ragged_dot(x, y, sizes), (lhs, rhs), (dl, dr))
+    assert rel_err(ours[0], theirs[0]) <= TOLERANCE
+    assert rel_err(ours[1], theirs[1]) <= TOLERANCE
+    jac = jax.jacfwd(lambda x, y: rjax.ragged_dot(x, y, sizes), argnums=(0, 1))(lhs, rhs)
+    want = jax.jacfwd(lambda x, y: dense_ragged_dot(x, y, sizes), argnums=(0, 1))(lhs, rhs)
+    assert rel_err(jac[0], want[0]) <= TOLERANCE and rel_err(jac[1], want[1]) <= TOLERANCE
+
+
+def test_second_order_gradients_match_lax():
+    lhs, rhs, sizes = random_problem(5)
+    rng = np.random.default_rng(7)
+    v = rng.standard_normal(lhs.shape).astype(np.float32)
+
+    w = rng.standard_normal(rhs.shape).astype(np.float32)
+
+    def hvp(ragged_dot):
+        f = loss(ragged_dot, sizes)
+        # Reverse over reverse: <grad, (v, w)> differentiated again w.r.t. lhs
+        # and rhs transposes every mode of the primitive (fwd, dlhs, drhs).
+        grads = lambda a, b: jax.grad(f, argnums=(0, 1))(a, b)  # noqa: E731
+        inner = lambda a, b: jnp.vdot(grads(a, b)[0], v) + jnp.vdot(grads(a, b)[1], w)  # noqa
+        return jax.grad(inner, argnums=(0, 1))(lhs, rhs)
+
+    got, want = jax.jit(lambda: hvp(rjax.ragged_dot))(), hvp(dense_ragged_dot)
+    for g, w in zip(got, want):
+        assert rel_err(g, w) <= 1e-4
+    f = lambda ragged_dot: lambda b: jnp.sum(jnp.sin(ragged_dot(lhs, b, sizes)))  # noqa: E731
+    hess = jax.hessian(f(rjax.ragged_dot))(rhs)
+    assert rel_err(hess, jax.hessian(f(dense_ragged_dot))(rhs)) <= 1e-4
+
+
+def test_group_offset_runs_the_local_experts():
+    rng = np.random.default_rng(11)
+    m, k, n = 30, 8, 6
+    sizes = np.array([4, 0, 7, 5, 6, 3], np.int32)
+    lhs = rng.standard_normal((m, k)).astype(np.float32)
+    local = rng.standard_normal((3, k, n)).astype(np.float32)  # experts 2, 3, 4
+    full = np.zeros((6, k, n), np.float32)
+    full[2:5] = local
+    offset = jnp.array([2], jnp.int32)
+    got = jax.jit(rjax.ragged_dot)(lhs, local, sizes, None, None, offset)
+    assert rel_err(got, jax.lax.ragged_dot(lhs, full, sizes)) <= TOLERANCE
+    f = loss(lambda a, b, s: rjax.ragged_dot(a, b, s, group_offset=offset), sizes)
+    dl, dr = jax.grad(f, argnums=(0, 1))(lhs, local)
+    wl, wr = jax.grad(loss(jax.lax.ragged_dot, sizes), argnums=(0, 1))(lhs, full)
+    assert rel_err(dl, wl) <= TOLERANCE and rel_err(dr, np.asarray(wr)[2:5]) <= TOLERANCE
+
+
+def _numbers(contract, lhs_ragged, rhs_group):
+    return jax.lax.RaggedDotDimensionNumbers(
+        dot_dimension_numbers=(contract, ([], [])), lhs_ragged_dimensions=lhs_ragged,
+        rhs_group_dimensions=rhs_group)
+
+
+def test_ragged_dot_general_runs_the_three_passes_layouts():
+    lhs, rhs, sizes = random_problem(12)
+    rng = np.random.default_rng(12)
+    dout = rng.standard_normal((lhs.shape[0], rhs.shape[2])).astype(np.float32)
+    for numbers, a, b in ((_numbers(([1], [1]), [0], [0]), lhs, rhs),
+                          (_numbers(([1], [2]), [0], [0]), dout, rhs),
+                          (_numbers(([0], [0]), [0], []), lhs, dout)):
+        got = jax.jit(lambda x, y, numbers=numbers: rjax.ragged_dot_general(x, y, sizes, numbers))(a, b)
+        want = jax.lax.ragged_dot_general(a, b, sizes, numbers)
+        assert got.shape == want.shape
+        assert rel_err(got, want) <= TOLERANCE or not np.asarray(want).any()
+
+
+def test_ragged_dot_general_refuses_other_layouts_naming_them():
+    lhs, rhs, sizes = random_problem(1)
+    numbers = _numbers(([1], [1]), [1], [0])
+    with pytest.raises(NotImplementedError, match=r"lhs ragged dims \(1,\)"):
+        rjax.ragged_dot_general(lhs, rhs, sizes, numbers)
+
+
+@pytest.mark.parametrize("recipe", ["fp8", "int8"])
+def test_quantized_ragged_dot_matches_the_numpy_recipe_with_straight_through_grads(recipe):
+    lhs, rhs, sizes = random_problem(13)
+    got = jax.jit(lambda a, b: rjax.quantized_ragged_dot(a, b, sizes, recipe=recipe))(lhs, rhs)
+    assert rel_err(got, raggemm.gmm(lhs, rhs, sizes, quant=recipe)) <= TOLERANCE
+    assert rel_err(got, jax.lax.ragged_dot(lhs, rhs, sizes)) <= 0.1  # quantization error
+    dl, dr = jax.grad(lambda a, b: jnp.sum(rjax.quantized_ragged_dot(a, b, sizes, recipe=recipe)
+                                           * 0.5), argnums=(0, 1))(lhs, rhs)
+    wl, wr = jax.grad(lambda a, b: jnp.sum(jax.lax.ragged_dot(a, b, sizes) * 0.5),
+                      argnums=(0, 1))(lhs, rhs)
+    assert rel_err(dl, wl) <= 0.1 and (rel_err(dr, wr) <= 0.1 or not np.asarray(wr).any())

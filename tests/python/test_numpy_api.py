@@ -285,7 +285,7 @@ def bad_gmm_cases():
         "buffers five": (dict(buffers=5), "buffer"),
         "threads negative": (dict(threads=-1), "thread"),
         "group_offset out of range": (dict(group_offset=3), "group_offset"),
-        "swiglu on v1": (dict(swiglu=True), "v2"),
+        "swiglu on v1": (dict(swiglu=True, kernel="v1"), "v2"),
         "col_scale float64": (dict(kernel="v2", col_scale=np.ones(N)), "col_scale"),
         "col_scale wrong length": (dict(kernel="v2", col_scale=np.ones(N + 1, np.float32)), "col_scale"),
         "row_scale wrong length": (dict(kernel="v2", row_scale=np.ones(M - 1, np.float32)), "row_scale"),

@@ -21,6 +21,7 @@
 #include "raggemm/error.h"
 #include "raggemm/temp_files.h"
 #include "raggemm/train.h"
+#include "trace_check.h"
 
 namespace raggemm::train {
 namespace {
@@ -142,15 +143,45 @@ TEST(TrainCliTest, LossFallsAndTraceOpens) {
   const auto metrics = read_metrics(dir.str() + "/falls");
   ASSERT_EQ(metrics.size(), 30u);
   EXPECT_LT(metrics.back()["loss"].get<double>(), metrics.front()["loss"].get<double>() - 1.0);
-  std::ifstream trace(dir.str() + "/falls/trace.json");
-  const nlohmann::json events = nlohmann::json::parse(trace)["traceEvents"];
-  ASSERT_GT(events.size(), 30u);
-  bool saw_gmm = false;
-  for (const auto& e : events) {
-    EXPECT_EQ(e["ph"], "X");
-    saw_gmm |= e["name"] == "moe/wi/fwd_swiglu";
+  std::ifstream trace_file(dir.str() + "/falls/trace.json");
+  const nlohmann::json trace = nlohmann::json::parse(trace_file);
+  ASSERT_GT(trace["traceEvents"].size(), 30u);
+  // Format rules, one process (rank 0) and one track (the trainer's thread).
+  const auto tracks = testing::expect_valid_trace(trace);
+  ASSERT_EQ(tracks.size(), 1u);
+  const auto& [track, slices] = *tracks.begin();
+  EXPECT_EQ(track.first, 0);
+  // Every expert GMM event nests in a layer slice, which nests in a step
+  // slice, and carries what ran on what.
+  int steps = 0, gmms = 0;
+  bool saw_swiglu = false;
+  for (const testing::TraceSlice& slice : slices) {
+    const nlohmann::json& e = *slice.event;
+    if (e["name"] == "step") ++steps;
+    if (e["cat"] != "expert_gmm") continue;
+    ++gmms;
+    saw_swiglu |= e["name"] == "moe/wi/fwd_swiglu";
+    const testing::TraceSlice* layer = testing::parent_of(slices, slice);
+    while (layer && !(*layer->event)["name"].get<std::string>().starts_with("moe_layer/"))
+      layer = testing::parent_of(slices, *layer);
+    ASSERT_NE(layer, nullptr) << e;
+    EXPECT_TRUE((*layer->event)["args"]["layer"].is_string()) << *layer->event;
+    const testing::TraceSlice* step = testing::parent_of(slices, *layer);
+    while (step && (*step->event)["name"] != "step") step = testing::parent_of(slices, *step);
+    ASSERT_NE(step, nullptr) << e;
+    EXPECT_GE((*step->event)["args"]["step"].get<int>(), 1);
+    const nlohmann::json& args = e["args"];
+    for (const char* key : {"pass", "weight", "kernel", "tile_m_source", "tile_k_source",
+                            "tile_n_source", "kernel_source"})
+      EXPECT_TRUE(args[key].is_string()) << key << " in " << e;
+    for (const char* key : {"tile_m", "tile_k", "tile_n", "M", "K", "N", "G"})
+      EXPECT_TRUE(args[key].is_number_integer()) << key << " in " << e;
+    EXPECT_EQ(args["kernel"], "v2") << e;  // use_gmm_v2=true
+    EXPECT_TRUE(args["gflops_per_s"].is_number()) << e;
   }
-  EXPECT_TRUE(saw_gmm);
+  EXPECT_EQ(steps, 30);
+  EXPECT_GT(gmms, 30 * 6);
+  EXPECT_TRUE(saw_swiglu);
 }
 
 // The other data source, optimizer and routing options in one run.
