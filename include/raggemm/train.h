@@ -86,6 +86,28 @@ struct TrainConfig {
   // num_experts / P experts and per_device_batch_size sequences of the
   // global batch of P * per_device_batch_size.
   int64_t ici_expert_parallelism = 1;
+  // Model preset and attention (docs/moe_configuration.md, "Attention" and
+  // "Model presets"). moe.mlp_dim is the experts' hidden size
+  // (base_moe_mlp_dim, or base_mlp_dim when unset); base_mlp_dim the dense
+  // layers'.
+  std::string model_name = "default";
+  std::string attention_type = "mha";  // mha | gqa | mla | none
+  int64_t base_num_query_heads = 0;
+  int64_t base_num_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t q_lora_rank = 0;
+  int64_t kv_lora_rank = 0;
+  int64_t qk_nope_head_dim = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
+  std::string rope_type = "default";  // default | yarn
+  double rope_max_timescale = 10000;
+  double rope_factor = 40;
+  int64_t original_max_position_embeddings = 4096;
+  int64_t max_position_embeddings = 163840;
+  double beta_fast = 32;
+  double beta_slow = 1;
+  double mscale = 1;
   moe::MoeConfig moe;         // dims, router, dtype, quantization, plans (and use_ring_of_experts)
   std::string resolved_yaml;  // every key with its value, as written to config.yml
 
@@ -114,6 +136,7 @@ struct StepMetrics {
   double expert_gmm_time_share = 0;
   double dense_gmm_time_share = 0;
   double glue_time_share = 0;
+  double attention_time_share = 0;  // everything inside attention (projections, core, RoPE)
   double optimizer_time_share = 0;
   double data_time_share = 0;
   double comm_time_share = 0;  // expert parallelism: time inside collectives / step time

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "train/model.h"
 #include "raggemm/error.h"
 #include "raggemm/plan.h"
 #include "raggemm/train.h"
@@ -87,6 +88,31 @@ std::vector<ConfigKey> build_keys() {
       {"enable_checkpointing", "false", "write checkpoints and resume from the last one"},
       {"checkpoint_period", "50", "steps between checkpoints"},
       {"profiler", "", "\"\" or trace (Chrome trace-event JSON of every op)"},
+      // Model preset and attention (issue 15).
+      {"model_name", "default",
+       "model preset: default, deepseek3-671b, deepseek3-tiny, mixtral-8x7b, ... (its keys "
+       "change only with override_model_config=true)"},
+      {"override_model_config", "false", "let command-line keys override the preset's keys"},
+      {"base_moe_mlp_dim", "", "hidden size of each routed/shared expert (\"\": base_mlp_dim)"},
+      {"attention_type", "mha",
+       "mha, gqa (query heads share kv heads), mla (DeepSeek latent attention) or none"},
+      {"base_num_query_heads", "4", "attention query heads"},
+      {"base_num_kv_heads", "4", "mha/gqa key/value heads (divides base_num_query_heads)"},
+      {"head_dim", "64", "mha/gqa dimension of each head"},
+      {"q_lora_rank", "0", "mla query latent rank (0: no query compression)"},
+      {"kv_lora_rank", "512", "mla key/value latent rank"},
+      {"qk_nope_head_dim", "128", "mla per-head query/key dims without RoPE"},
+      {"qk_rope_head_dim", "64", "mla query/key dims with RoPE (the key part shared by heads)"},
+      {"v_head_dim", "128", "mla per-head value dim"},
+      {"rope_type", "default", "default (halves) or yarn (interleaved pairs, scaled frequencies)"},
+      {"rope_max_timescale", "10000", "RoPE base theta"},
+      {"rope_factor", "40", "yarn: frequency scaling factor"},
+      {"original_max_position_embeddings", "4096", "yarn: context the base frequencies had"},
+      {"max_position_embeddings", "163840",
+       "yarn: context the model is extended to (mla mscale applies when above the original)"},
+      {"beta_fast", "32", "yarn: rotations bounding the unscaled (fast) dims"},
+      {"beta_slow", "1", "yarn: rotations bounding the fully scaled (slow) dims"},
+      {"mscale", "1.0", "mla+yarn: softmax scale times (0.1 mscale ln(rope_factor) + 1)^2"},
   };
   keys.insert(keys.end(), rest.begin(), rest.end());
   return keys;
@@ -186,7 +212,56 @@ BlockPlan build_plan(const Settings& s) {
   return plan;
 }
 
+// The attention keys, validated as the model will build them.
+void resolve_attention(const Settings& s, TrainConfig& c) {
+  c.model_name = s.get("model_name");
+  c.attention_type = one_of(s, "attention_type", {"mha", "gqa", "mla", "none"});
+  c.base_num_query_heads = to_int(s, "base_num_query_heads", 1);
+  c.base_num_kv_heads = to_int(s, "base_num_kv_heads", 1);
+  c.head_dim = to_int(s, "head_dim", 1);
+  c.q_lora_rank = to_int(s, "q_lora_rank", 0);
+  c.kv_lora_rank = to_int(s, "kv_lora_rank", 1);
+  c.qk_nope_head_dim = to_int(s, "qk_nope_head_dim", 0);
+  c.qk_rope_head_dim = to_int(s, "qk_rope_head_dim", 2);
+  c.v_head_dim = to_int(s, "v_head_dim", 1);
+  c.rope_type = one_of(s, "rope_type", {"default", "yarn"});
+  c.rope_max_timescale = to_real(s, "rope_max_timescale", 1);
+  c.rope_factor = to_real(s, "rope_factor", 1);
+  c.original_max_position_embeddings = to_int(s, "original_max_position_embeddings", 1);
+  c.max_position_embeddings = to_int(s, "max_position_embeddings", 1);
+  c.beta_fast = to_real(s, "beta_fast", 0);
+  c.beta_slow = to_real(s, "beta_slow", 0);
+  c.mscale = to_real(s, "mscale", 0);
+  if (auto attention = attention_config(c)) model::validate(*attention);
+}
+
 }  // namespace
+
+std::optional<model::AttentionConfig> attention_config(const TrainConfig& c) {
+  if (c.attention_type == "none") return std::nullopt;
+  model::AttentionConfig a;
+  a.type = c.attention_type == "mla"   ? model::AttentionType::kMla
+           : c.attention_type == "gqa" ? model::AttentionType::kGqa
+                                       : model::AttentionType::kMha;
+  a.embed_dim = c.base_emb_dim;
+  a.num_query_heads = c.base_num_query_heads;
+  a.num_kv_heads = c.base_num_kv_heads;
+  a.head_dim = c.head_dim;
+  a.q_lora_rank = c.q_lora_rank;
+  a.kv_lora_rank = c.kv_lora_rank;
+  a.qk_nope_head_dim = c.qk_nope_head_dim;
+  a.qk_rope_head_dim = c.qk_rope_head_dim;
+  a.v_head_dim = c.v_head_dim;
+  a.rope.type = c.rope_type == "yarn" ? model::RopeType::kYarn : model::RopeType::kDefault;
+  a.rope.max_timescale = c.rope_max_timescale;
+  a.rope.factor = c.rope_factor;
+  a.rope.original_max_position_embeddings = c.original_max_position_embeddings;
+  a.rope.max_position_embeddings = c.max_position_embeddings;
+  a.rope.beta_fast = c.beta_fast;
+  a.rope.beta_slow = c.beta_slow;
+  a.rope.mscale = c.mscale;
+  return a;
+}
 
 const std::vector<ConfigKey>& config_keys() {
   static const std::vector<ConfigKey> keys = build_keys();
@@ -350,9 +425,10 @@ TrainConfig resolve(const Settings& s) {
   c.checkpoint_period = to_int(s, "checkpoint_period", 1);
   c.profiler = one_of(s, "profiler", {"", "trace"});
 
+  resolve_attention(s, c);
   moe::MoeConfig& m = c.moe;
   m.embed_dim = c.base_emb_dim;
-  m.mlp_dim = c.base_mlp_dim;
+  m.mlp_dim = s.get("base_moe_mlp_dim").empty() ? c.base_mlp_dim : to_int(s, "base_moe_mlp_dim", 1);
   m.router.num_experts = to_int(s, "num_experts", 1);
   m.router.top_k = to_int(s, "num_experts_per_tok", 1);
   m.router.normalize_top_k = to_bool(s, "norm_topk_prob");

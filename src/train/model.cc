@@ -5,56 +5,24 @@
 #include <cmath>
 #include <optional>
 
+#include "model/rmsnorm.h"
 #include "moe/dense.h"
 #include "raggemm/error.h"
 
 namespace raggemm::train {
-namespace {
-
-constexpr double kNormEps = 1e-6;
-
-// y = x / rms(x) * scale; keeps 1/rms per row for backward.
-template <class T>
-void rmsnorm_forward(const T* x, const T* scale, int64_t rows, int64_t dim, T* y, T* inv_rms) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* xr = x + r * dim;
-    T sum = 0;
-    for (int64_t i = 0; i < dim; ++i) sum += xr[i] * xr[i];
-    const T inv = T(1) / std::sqrt(sum / static_cast<T>(dim) + static_cast<T>(kNormEps));
-    inv_rms[r] = inv;
-    for (int64_t i = 0; i < dim; ++i) y[r * dim + i] = xr[i] * inv * scale[i];
-  }
-}
-
-// dx += d(rmsnorm)/dx^T dy; dscale (overwritten) = sum over rows of dy * x / rms.
-template <class T>
-void rmsnorm_backward(const T* x, const T* scale, const T* inv_rms, const T* dy, int64_t rows,
-                      int64_t dim, T* dx, T* dscale) {
-  for (int64_t i = 0; i < dim; ++i) dscale[i] = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* xr = x + r * dim;
-    const T* dyr = dy + r * dim;
-    const T inv = inv_rms[r];
-    T dot = 0;
-    for (int64_t i = 0; i < dim; ++i) {
-      dot += xr[i] * scale[i] * dyr[i];
-      dscale[i] += dyr[i] * xr[i] * inv;
-    }
-    const T coeff = dot * inv * inv * inv / static_cast<T>(dim);
-    T* dxr = dx + r * dim;
-    for (int64_t i = 0; i < dim; ++i) dxr[i] += inv * scale[i] * dyr[i] - xr[i] * coeff;
-  }
-}
-
-}  // namespace
+using model::rmsnorm_backward;
+using model::rmsnorm_forward;
 
 template <class T>
 struct Model<T>::Impl {
   struct Block {
-    moe::Param<T> norm_scale;
+    moe::Param<T> attention_norm_scale;
+    std::optional<model::Attention<T>> attention;
+    moe::Param<T> norm_scale;  // before the MLP
     std::optional<moe::DenseMlp<T>> dense;
     std::optional<moe::MoeLayer<T>> moe;
-    std::vector<T> x_in, normed, inv_rms, ffn_out, dnormed;
+    std::vector<T> x_in, attention_normed, attention_inv_rms, attention_out, dattention_normed;
+    std::vector<T> x_mid, normed, inv_rms, ffn_out, dnormed;
   };
 
   Impl(const ModelConfig& config_, Profiler* profiler_)
@@ -70,9 +38,14 @@ struct Model<T>::Impl {
     for (int64_t l = 0; l < config.num_layers; ++l) {
       const std::string prefix = "layers." + std::to_string(l);
       Block& block = blocks[l];
+      if (config.attention) {
+        block.attention_norm_scale.reset(prefix + ".attention_norm", {d});
+        block.attention.emplace(prefix + ".attention", *config.attention, config.moe, profiler);
+      }
       block.norm_scale.reset(prefix + ".norm", {d});
       if (l < config.dense_layers) {
-        block.dense.emplace(prefix + ".mlp", d, config.moe.mlp_dim, config.moe, profiler);
+        const int64_t width = config.dense_mlp_dim > 0 ? config.dense_mlp_dim : config.moe.mlp_dim;
+        block.dense.emplace(prefix + ".mlp", d, width, config.moe, profiler);
       } else {
         block.moe.emplace(prefix + ".moe", config.moe, profiler, config.comm);
       }
@@ -105,9 +78,28 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
       std::copy_n(embed.value.data() + inputs[t] * d, d, x.data() + t * d);
     }
   }
+  const int64_t seq = config.seq_len > 0 ? config.seq_len : tokens;
+  require(tokens % seq == 0, "tokens", tokens,
+          "must be whole sequences of max_target_length=" + std::to_string(seq));
   LossParts parts;
   for (Block& block : blocks) {
-    block.x_in = x;
+    if (block.attention) {
+      auto span = profile(profiler, "attention", OpKind::kSpan);
+      block.x_in = x;
+      block.attention_normed.resize(activations);
+      block.attention_inv_rms.resize(static_cast<size_t>(tokens));
+      block.attention_out.resize(activations);
+      {
+        auto scope = profile(profiler, "attention/norm", OpKind::kAttention);
+        rmsnorm_forward(x.data(), block.attention_norm_scale.value.data(), tokens, d,
+                        block.attention_normed.data(), block.attention_inv_rms.data());
+      }
+      block.attention->forward(block.attention_normed.data(), tokens / seq, seq,
+                               block.attention_out.data());
+      auto scope = profile(profiler, "residual", OpKind::kGlue);
+      for (size_t i = 0; i < activations; ++i) x[i] += block.attention_out[i];
+    }
+    block.x_mid = x;
     block.normed.resize(activations);
     block.inv_rms.resize(static_cast<size_t>(tokens));
     block.ffn_out.resize(activations);
@@ -116,6 +108,7 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
       rmsnorm_forward(x.data(), block.norm_scale.value.data(), tokens, d, block.normed.data(),
                       block.inv_rms.data());
     }
+    auto span = profile(profiler, block.dense ? "mlp" : "moe", OpKind::kSpan);
     if (block.dense) {
       block.dense->forward(block.normed.data(), tokens, block.ffn_out.data());
     } else {
@@ -174,16 +167,30 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
   }
   for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
     Block& block = *it;
-    // x_out = x_in + ffn(norm(x_in)): dx passes through and gains the branch.
+    // x_out = x_mid + ffn(norm(x_mid)): dx passes through and gains the branch.
     block.dnormed.assign(activations, T(0));
-    if (block.dense) {
-      block.dense->backward(dx.data(), block.dnormed.data());
-    } else {
-      block.moe->backward(dx.data(), block.dnormed.data());
+    {
+      auto span = profile(profiler, block.dense ? "mlp_bwd" : "moe_bwd", OpKind::kSpan);
+      if (block.dense) {
+        block.dense->backward(dx.data(), block.dnormed.data());
+      } else {
+        block.moe->backward(dx.data(), block.dnormed.data());
+      }
     }
-    auto scope = profile(profiler, "rmsnorm_bwd", OpKind::kGlue);
-    rmsnorm_backward(block.x_in.data(), block.norm_scale.value.data(), block.inv_rms.data(),
-                     block.dnormed.data(), tokens, d, dx.data(), block.norm_scale.grad.data());
+    {
+      auto scope = profile(profiler, "rmsnorm_bwd", OpKind::kGlue);
+      rmsnorm_backward(block.x_mid.data(), block.norm_scale.value.data(), block.inv_rms.data(),
+                       block.dnormed.data(), tokens, d, dx.data(), block.norm_scale.grad.data());
+    }
+    if (!block.attention) continue;
+    // x_mid = x_in + attention(norm(x_in)).
+    auto span = profile(profiler, "attention_bwd", OpKind::kSpan);
+    block.dattention_normed.assign(activations, T(0));
+    block.attention->backward(dx.data(), block.dattention_normed.data());
+    auto scope = profile(profiler, "attention/norm_bwd", OpKind::kAttention);
+    rmsnorm_backward(block.x_in.data(), block.attention_norm_scale.value.data(),
+                     block.attention_inv_rms.data(), block.dattention_normed.data(), tokens, d,
+                     dx.data(), block.attention_norm_scale.grad.data());
   }
   {
     auto scope = profile(profiler, "embed_bwd", OpKind::kGlue);
@@ -234,6 +241,11 @@ void Model<T>::init(uint64_t seed) {
   Impl& m = *impl_;
   moe::init_normal(m.embed, seed, 1.0);
   for (auto& block : m.blocks) {
+    if (block.attention) {
+      std::fill(block.attention_norm_scale.value.begin(), block.attention_norm_scale.value.end(),
+                T(1));
+      block.attention->init(seed);
+    }
     std::fill(block.norm_scale.value.begin(), block.norm_scale.value.end(), T(1));
     if (block.dense) block.dense->init(seed);
     if (block.moe) block.moe->init(seed);
@@ -261,6 +273,11 @@ template <class T>
 std::vector<moe::Param<T>*> Model<T>::params_of(Impl& m) {
   std::vector<moe::Param<T>*> out = {&m.embed};
   for (auto& block : m.blocks) {
+    if (block.attention) {
+      out.push_back(&block.attention_norm_scale);
+      auto attention = block.attention->params();
+      out.insert(out.end(), attention.begin(), attention.end());
+    }
     out.push_back(&block.norm_scale);
     auto inner = block.dense ? block.dense->params() : block.moe->params();
     out.insert(out.end(), inner.begin(), inner.end());

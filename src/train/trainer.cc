@@ -46,6 +46,7 @@ nlohmann::json to_json(const StepMetrics& m) {
           {"expert_gmm_time_share", m.expert_gmm_time_share},
           {"dense_gmm_time_share", m.dense_gmm_time_share},
           {"glue_time_share", m.glue_time_share},
+          {"attention_time_share", m.attention_time_share},
           {"optimizer_time_share", m.optimizer_time_share},
           {"data_time_share", m.data_time_share},
           {"comm_time_share", m.comm_time_share},
@@ -58,11 +59,11 @@ std::string log_line(const StepMetrics& m, int64_t steps, double floor) {
       text, sizeof(text),
       "step %5lld/%lld  loss %.4f (floor %.4f)  aux %.4f  lr %.2e | %.3f s  %7.0f tok/s"
       " | gmm %6.1f GFLOP/s, %4.1f%% of step (experts %4.1f%%, dense %4.1f%%, glue %4.1f%%,"
-      " optimizer %4.1f%%)",
+      " optimizer %4.1f%%) | attention %4.1f%%",
       static_cast<long long>(m.step), static_cast<long long>(steps), m.loss, floor, m.aux_loss,
       m.learning_rate, m.step_time_s, m.tokens_per_s, m.gmm_gflops, 100 * m.gmm_time_share,
       100 * m.expert_gmm_time_share, 100 * m.dense_gmm_time_share, 100 * m.glue_time_share,
-      100 * m.optimizer_time_share);
+      100 * m.optimizer_time_share, 100 * m.attention_time_share);
   return text;
 }
 
@@ -172,6 +173,20 @@ void autotune_missing(const TrainConfig& config, std::ostream& log) {
   }
 }
 
+std::string describe_attention(const TrainConfig& c) {
+  if (c.attention_type == "none") return "none";
+  std::ostringstream out;
+  out << c.attention_type << " " << c.base_num_query_heads << " heads";
+  if (c.attention_type == "mla") {
+    out << " (q_lora " << c.q_lora_rank << ", kv_lora " << c.kv_lora_rank << ", qk "
+        << c.qk_nope_head_dim << "+" << c.qk_rope_head_dim << ", v " << c.v_head_dim << ")";
+  } else {
+    out << " (" << c.base_num_kv_heads << " kv, head_dim " << c.head_dim << ")";
+  }
+  out << ", rope " << c.rope_type;
+  return out.str();
+}
+
 }  // namespace
 
 void check_launch(const TrainConfig& config, const Communicator* comm) {
@@ -228,6 +243,9 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
   model_config.num_layers = config.base_num_decoder_layers;
   model_config.dense_layers = config.first_num_dense_layers;
   model_config.moe = config.moe;
+  model_config.dense_mlp_dim = config.base_mlp_dim;
+  model_config.attention = attention_config(config);
+  model_config.seq_len = config.max_target_length;
   model_config.comm = comm;
   Model<float> model(model_config, &profiler);
   model.init(config.seed);
@@ -236,9 +254,10 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
   int64_t parameter_count = 0;
   for (auto* p : model.params()) parameter_count += p->size();
   log << "run " << result.run_dir << ": " << data->describe() << "\n"
-      << "model: " << config.base_num_decoder_layers << " layers (" << config.first_num_dense_layers
-      << " dense), embed " << config.base_emb_dim << ", mlp " << config.base_mlp_dim << ", "
-      << config.moe.router.num_experts << " experts top-" << config.moe.router.top_k << ", "
+      << "model " << config.model_name << ": " << config.base_num_decoder_layers << " layers ("
+      << config.first_num_dense_layers << " dense), embed " << config.base_emb_dim << ", mlp "
+      << config.base_mlp_dim << " (experts " << config.moe.mlp_dim << "), attention "
+      << describe_attention(config) << ", " << config.moe.router.num_experts << " experts top-" << config.moe.router.top_k << ", "
       << config.moe.shared_experts << " shared; " << parameter_count << " parameters"
       << (ranks > 1 ? " on rank 0" : "") << "; " << config.global_tokens_per_step()
       << " tokens/step; dtype " << dtype_name(config.moe.dtype) << ", weights "
@@ -337,6 +356,7 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
     m.expert_gmm_time_share = expert_s / seconds;
     m.dense_gmm_time_share = dense_s / seconds;
     m.glue_time_share = totals.seconds_of(OpKind::kGlue) / seconds;
+    m.attention_time_share = totals.seconds_of(OpKind::kAttention) / seconds;
     m.optimizer_time_share = totals.seconds_of(OpKind::kOptimizer) / seconds;
     m.data_time_share = totals.seconds_of(OpKind::kData) / seconds;
     if (!model.moe_layers().empty()) {
@@ -375,7 +395,8 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
     log << "trace: " << trace << " (" << profiler.event_count() << " events)\n";
   }
   if (!result.steps.empty()) {
-    double time = 0, share = 0, expert_share = 0, glue = 0, gflops = 0, comm_share = 0;
+    double time = 0, share = 0, expert_share = 0, glue = 0, gflops = 0, comm_share = 0,
+           attention = 0;
     // Step 1 pays one-time allocations; the summary averages the rest.
     const size_t first = result.steps.size() > 1 ? 1 : 0;
     for (size_t i = first; i < result.steps.size(); ++i) {
@@ -383,6 +404,7 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
       share += result.steps[i].gmm_time_share;
       expert_share += result.steps[i].expert_gmm_time_share;
       glue += result.steps[i].glue_time_share;
+      attention += result.steps[i].attention_time_share;
       gflops += result.steps[i].gmm_gflops;
       comm_share += result.steps[i].comm_time_share;
     }
@@ -395,7 +417,8 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
         << format("%.0f", static_cast<double>(global_tokens) * n / time) << " tok/s, GMM "
         << format("%.1f", gflops / n) << " GFLOP/s, GMM share " << format("%.1f", 100 * share / n)
         << "% (experts " << format("%.1f", 100 * expert_share / n) << "%, glue "
-        << format("%.1f", 100 * glue / n) << "%)"
+        << format("%.1f", 100 * glue / n) << "%), attention "
+        << format("%.1f", 100 * attention / n) << "% of step"
         << (comm ? "; communication " + format("%.1f", 100 * comm_share / n) + "% of step" : "")
         << "\n";
   }
