@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,9 +48,15 @@ class Settings {
   // The resolved config as YAML, in key order.
   std::string to_yaml() const;
   const std::map<std::string, std::string>& values() const { return values_; }
+  // A command-line override: set() and remembered, because a model preset's
+  // keys replace the config file's values but conflict with these (unless
+  // override_model_config=true).
+  void set_override(const std::string& key, const std::string& value);
+  const std::set<std::string>& overridden() const { return overridden_; }
 
  private:
   std::map<std::string, std::string> values_;
+  std::set<std::string> overridden_;
 };
 
 // `raggemm train` arguments: an optional config file first, then overrides

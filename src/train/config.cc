@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "train/model.h"
+#include "train/presets.h"
 #include "raggemm/error.h"
 #include "raggemm/plan.h"
 #include "raggemm/train.h"
@@ -212,6 +213,40 @@ BlockPlan build_plan(const Settings& s) {
   return plan;
 }
 
+// Two spellings of one value: "1.0" and "1", "True" and "true".
+bool same_value(const std::string& a, const std::string& b) {
+  auto lower = [](std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    return text;
+  };
+  if (lower(a) == lower(b)) return true;
+  double x = 0, y = 0;
+  auto [end_a, error_a] = std::from_chars(a.data(), a.data() + a.size(), x);
+  auto [end_b, error_b] = std::from_chars(b.data(), b.data() + b.size(), y);
+  return error_a == std::errc() && error_b == std::errc() && end_a == a.data() + a.size() &&
+         end_b == b.data() + b.size() && x == y;
+}
+
+// The model preset's keys over the config file's; a command-line key that
+// changes one needs override_model_config=true (MaxText's rule).
+Settings with_model_preset(const Settings& input) {
+  const std::string& name = input.get("model_name");
+  const PresetKeys& preset = model_preset(name);
+  const bool may_override = to_bool(input, "override_model_config");
+  Settings out = input;
+  for (const auto& [key, value] : preset) {
+    if (input.overridden().count(key) == 0) {
+      out.set(key, value);
+      continue;
+    }
+    require(may_override || same_value(input.get(key), value), key, input.get(key),
+            "model_name=" + name + " sets " + key + "=" + value +
+                "; pass override_model_config=true to change a preset's key");
+  }
+  return out;
+}
+
 // The attention keys, validated as the model will build them.
 void resolve_attention(const Settings& s, TrainConfig& c) {
   c.model_name = s.get("model_name");
@@ -294,6 +329,11 @@ void Settings::set(const std::string& key, const std::string& value) {
   it->second = trim(value);
 }
 
+void Settings::set_override(const std::string& key, const std::string& value) {
+  set(key, value);
+  overridden_.insert(key);
+}
+
 const std::string& Settings::get(const std::string& key) const {
   auto it = values_.find(key);
   require(it != values_.end(), "key", key, "not a config key");
@@ -353,14 +393,14 @@ Settings parse_train_arguments(const std::vector<std::string>& args) {
     const size_t equals = word.find('=');
     const size_t colon_space = word.find(": ");
     if (equals != std::string::npos && (colon_space == std::string::npos || equals < colon_space)) {
-      settings.set(word.substr(0, equals), word.substr(equals + 1));
+      settings.set_override(word.substr(0, equals), word.substr(equals + 1));
     } else if (!word.empty() && word.back() == ':') {
       require(i + 1 < args.size(), word.substr(0, word.size() - 1), "(missing)",
               "'key:' must be followed by its value as the next word");
-      settings.set(word.substr(0, word.size() - 1), args[i + 1]);
+      settings.set_override(word.substr(0, word.size() - 1), args[i + 1]);
       ++i;
     } else if (colon_space != std::string::npos) {
-      settings.set(word.substr(0, colon_space), word.substr(colon_space + 2));
+      settings.set_override(word.substr(0, colon_space), word.substr(colon_space + 2));
     } else {
       fail("setting", word, "expected key=value or 'key: value' (e.g. steps=10 or steps: 10)");
     }
@@ -372,7 +412,8 @@ std::string TrainConfig::run_dir() const {
   return (std::filesystem::path(base_output_directory) / run_name).string();
 }
 
-TrainConfig resolve(const Settings& s) {
+TrainConfig resolve(const Settings& input) {
+  const Settings s = with_model_preset(input);
   TrainConfig c;
   c.run_name = s.get("run_name");
   require(!c.run_name.empty() && c.run_name.find('/') == std::string::npos, "run_name",
