@@ -114,6 +114,8 @@ std::vector<ConfigKey> build_keys() {
       {"beta_fast", "32", "yarn: rotations bounding the unscaled (fast) dims"},
       {"beta_slow", "1", "yarn: rotations bounding the fully scaled (slow) dims"},
       {"mscale", "1.0", "mla+yarn: softmax scale times (0.1 mscale ln(rope_factor) + 1)^2"},
+      {"enable_goodput_recording", "false",
+       "MaxText's goodput recording (a Cloud service): false only"},
   };
   keys.insert(keys.end(), rest.begin(), rest.end());
   return keys;
@@ -211,6 +213,25 @@ BlockPlan build_plan(const Settings& s) {
     if (!s.get(key).empty()) apply_plan_setting(plan, key, s.get(key));
   }
   return plan;
+}
+
+// f32 | bf16, with MaxText's spellings float32 | bfloat16.
+DType dtype_key(const Settings& s, const std::string& key) {
+  const std::string& text = s.get(key);
+  if (text == "bf16" || text == "bfloat16") return DType::kBF16;
+  if (text == "f32" || text == "float32") return DType::kF32;
+  fail(key, text.empty() ? "''" : text, "expected one of: f32, bf16 (or float32, bfloat16)");
+}
+
+// Keys of MaxText's command line that name services this machine does not
+// have: accepted when off, refused by name when on.
+void refuse_services(const Settings& s) {
+  require(!to_bool(s, "enable_goodput_recording"), "enable_goodput_recording", "true",
+          "goodput recording reports to Google Cloud Monitoring, which does not exist here; "
+          "set it to false");
+  const std::string& out = s.get("base_output_directory");
+  require(out.rfind("gs://", 0) != 0, "base_output_directory", out,
+          "Google Cloud Storage is not reachable here; use a local directory");
 }
 
 // Two spellings of one value: "1.0" and "1", "True" and "true".
@@ -458,13 +479,16 @@ TrainConfig resolve(const Settings& input) {
           s.get("adam_b1") + "," + s.get("adam_b2"), "betas must be in [0, 1)");
   c.adam_eps = to_real(s, "adam_eps", 0);
   c.adam_weight_decay = to_real(s, "adam_weight_decay", 0);
-  c.weight_dtype =
-      one_of(s, "weight_dtype", {"f32", "bf16"}) == "bf16" ? DType::kBF16 : DType::kF32;
+  c.weight_dtype = dtype_key(s, "weight_dtype");
   c.routed_bias_update_rate = to_real(s, "routed_bias_update_rate", 0);
   c.seed = static_cast<uint64_t>(to_int(s, "seed", 0));
   c.enable_checkpointing = to_bool(s, "enable_checkpointing");
   c.checkpoint_period = to_int(s, "checkpoint_period", 1);
+  require(s.get("profiler") != "xplane", "profiler", "xplane",
+          "xplane traces come from JAX's profiler, which does not run here; use profiler=trace "
+          "(Chrome trace JSON of every op, opens in Perfetto)");
   c.profiler = one_of(s, "profiler", {"", "trace"});
+  refuse_services(s);
 
   resolve_attention(s, c);
   moe::MoeConfig& m = c.moe;
@@ -489,7 +513,7 @@ TrainConfig resolve(const Settings& input) {
       m.router.num_experts % c.ici_expert_parallelism == 0, "num_experts", m.router.num_experts,
       "must be divisible by ici_expert_parallelism=" + std::to_string(c.ici_expert_parallelism) +
           " (each process holds num_experts / ici_expert_parallelism experts)");
-  m.dtype = one_of(s, "dtype", {"f32", "bf16"}) == "bf16" ? DType::kBF16 : DType::kF32;
+  m.dtype = dtype_key(s, "dtype");
   m.quantization = one_of(s, "quantization", {"", "fp8_full", "int8"});
   m.weight_scaling = s.get("quantization_weight_scaling");
   m.plan = build_plan(s);
