@@ -33,17 +33,31 @@ struct ConfigKey {
   std::string help;
 };
 const std::vector<ConfigKey>& config_keys();
-// The valid key nearest to `key` (edit distance).
+// The valid key (or alias) nearest to `key` (edit distance).
 std::string nearest_config_key(const std::string& key);
+
+// Another spelling of a key (e.g. tokamax_gmm_autotune for gmm_autotune). An
+// alias is the same key everywhere: Settings::set/get accept it, giving both
+// spellings is a duplicate, config.yml and the resume check use `key`.
+struct ConfigKeyAlias {
+  std::string alias;
+  std::string key;
+};
+const std::vector<ConfigKeyAlias>& config_key_aliases();
+// `key` itself, or the key an alias stands for.
+std::string canonical_config_key(const std::string& key);
 
 // Raw settings: key -> value text, always holding every key.
 class Settings {
  public:
   Settings();  // every key at its default
-  // Unknown key: Error naming the key and suggesting the nearest one.
+  // Unknown key: Error naming the key and suggesting the nearest one. An
+  // alias sets its key. The last value set wins (duplicates are refused by
+  // apply_file and parse_train_arguments, which know where values came from).
   void set(const std::string& key, const std::string& value);
   const std::string& get(const std::string& key) const;
-  // Reads a flat YAML map; every key must be known.
+  // Reads a flat YAML map; every key must be known, and a key (or an alias
+  // of it) given twice in the file is an Error naming both lines.
   void apply_file(const std::string& path);
   // The resolved config as YAML, in key order.
   std::string to_yaml() const;
@@ -60,7 +74,9 @@ class Settings {
 };
 
 // `raggemm train` arguments: an optional config file first, then overrides
-// as "key=value" (one word) or "key:" "value" (two words), mixed freely.
+// as "key=value" (one word) or "key:" "value" (two words), mixed freely. An
+// override may change a key of the file; a key (or an alias of it) given
+// twice among the overrides is an Error naming both values.
 Settings parse_train_arguments(const std::vector<std::string>& args);
 
 struct TrainConfig {

@@ -118,7 +118,39 @@ std::vector<ConfigKey> build_keys() {
        "MaxText's goodput recording (a Cloud service): false only"},
   };
   keys.insert(keys.end(), rest.begin(), rest.end());
+  // Hardening (issue 16).
+  keys.push_back({"allow_config_change_on_resume", "false",
+                  "resume a checkpointed run even though keys that change its trajectory differ "
+                  "from the run's config.yml"});
   return keys;
+}
+
+// Where a key got its value, for the duplicate-key errors.
+struct KeyOrigin {
+  std::string spelling;  // the key as written (an alias, or the key itself)
+  std::string value;
+  int line = 0;  // 1-based line in a file; 0 on the command line
+};
+
+// The duplicate-key error: names the key and both values (with their lines
+// in a file), and the alias when one of the two spellings is one.
+[[noreturn]] void fail_duplicate(const KeyOrigin& first, const KeyOrigin& second,
+                                 const std::string& where) {
+  const std::string canonical = canonical_config_key(second.spelling);
+  std::string alias_note;
+  for (const std::string& name : {first.spelling, second.spelling}) {
+    if (name != canonical) {
+      alias_note = " (" + name + " is an alias of " + canonical + ")";
+      break;
+    }
+  }
+  const auto describe = [](const KeyOrigin& origin) {
+    return (origin.line > 0 ? "line " + std::to_string(origin.line) + " " : std::string()) +
+           origin.spelling + "=" + (origin.value.empty() ? "''" : origin.value);
+  };
+  fail(second.spelling, second.value.empty() ? "''" : second.value,
+       "key given twice " + where + alias_note + ": first " + describe(first) + ", then " +
+           describe(second) + "; give it once");
 }
 
 size_t edit_distance(const std::string& a, const std::string& b) {
@@ -324,16 +356,35 @@ const std::vector<ConfigKey>& config_keys() {
   return keys;
 }
 
+const std::vector<ConfigKeyAlias>& config_key_aliases() {
+  // Other spellings of one key, e.g. MaxText's names for ours. An alias is
+  // the same key everywhere: duplicates, config.yml (which stores the key's
+  // own name) and the resume check.
+  static const std::vector<ConfigKeyAlias> aliases = {
+      {"tokamax_gmm_autotune", "gmm_autotune"},
+  };
+  return aliases;
+}
+
+std::string canonical_config_key(const std::string& key) {
+  for (const ConfigKeyAlias& alias : config_key_aliases()) {
+    if (alias.alias == key) return alias.key;
+  }
+  return key;
+}
+
 std::string nearest_config_key(const std::string& key) {
   std::string best;
   size_t best_distance = SIZE_MAX;
-  for (const ConfigKey& candidate : config_keys()) {
-    const size_t distance = edit_distance(key, candidate.name);
+  auto consider = [&](const std::string& name) {
+    const size_t distance = edit_distance(key, name);
     if (distance < best_distance) {
       best_distance = distance;
-      best = candidate.name;
+      best = name;
     }
-  }
+  };
+  for (const ConfigKey& candidate : config_keys()) consider(candidate.name);
+  for (const ConfigKeyAlias& alias : config_key_aliases()) consider(alias.alias);
   return best;
 }
 
@@ -342,7 +393,7 @@ Settings::Settings() {
 }
 
 void Settings::set(const std::string& key, const std::string& value) {
-  auto it = values_.find(key);
+  auto it = values_.find(canonical_config_key(key));
   if (it == values_.end()) {
     fail(key.empty() ? "key" : key, value,
          "unknown config key; did you mean '" + nearest_config_key(key) + "'?");
@@ -352,11 +403,11 @@ void Settings::set(const std::string& key, const std::string& value) {
 
 void Settings::set_override(const std::string& key, const std::string& value) {
   set(key, value);
-  overridden_.insert(key);
+  overridden_.insert(canonical_config_key(key));
 }
 
 const std::string& Settings::get(const std::string& key) const {
-  auto it = values_.find(key);
+  auto it = values_.find(canonical_config_key(key));
   require(it != values_.end(), "key", key, "not a config key");
   return it->second;
 }
@@ -372,10 +423,17 @@ void Settings::apply_file(const std::string& path) {
   }
   if (root.IsNull()) return;
   require(root.IsMap(), "config", path, "expected a map of key: value");
+  // YAML parsers keep the last of two equal keys; a key written twice in a
+  // file is almost always an edit gone wrong, so it is refused.
+  std::map<std::string, KeyOrigin> seen;
   for (const auto& entry : root) {
     const std::string key = entry.first.as<std::string>();
     require(entry.second.IsScalar() || entry.second.IsNull(), key, path, "values must be scalars");
-    set(key, entry.second.IsNull() ? "" : entry.second.as<std::string>());
+    const std::string value = entry.second.IsNull() ? "" : entry.second.as<std::string>();
+    set(key, value);
+    const KeyOrigin origin{key, trim(value), entry.first.Mark().line + 1};
+    auto [it, first_time] = seen.emplace(canonical_config_key(key), origin);
+    if (!first_time) fail_duplicate(it->second, origin, "in " + path);
   }
 }
 
@@ -409,19 +467,28 @@ Settings parse_train_arguments(const std::vector<std::string>& args) {
       i = 1;
     }
   }
+  // A command-line override of the file's key is the point of overrides; the
+  // same key twice on the command line is a mistake (which one was meant?).
+  std::map<std::string, KeyOrigin> seen;
+  auto set_once = [&](const std::string& key, const std::string& value) {
+    settings.set_override(key, value);
+    const KeyOrigin origin{key, trim(value), 0};
+    auto [it, first_time] = seen.emplace(canonical_config_key(key), origin);
+    if (!first_time) fail_duplicate(it->second, origin, "on the command line");
+  };
   for (; i < args.size(); ++i) {
     const std::string& word = args[i];
     const size_t equals = word.find('=');
     const size_t colon_space = word.find(": ");
     if (equals != std::string::npos && (colon_space == std::string::npos || equals < colon_space)) {
-      settings.set_override(word.substr(0, equals), word.substr(equals + 1));
+      set_once(word.substr(0, equals), word.substr(equals + 1));
     } else if (!word.empty() && word.back() == ':') {
       require(i + 1 < args.size(), word.substr(0, word.size() - 1), "(missing)",
               "'key:' must be followed by its value as the next word");
-      settings.set_override(word.substr(0, word.size() - 1), args[i + 1]);
+      set_once(word.substr(0, word.size() - 1), args[i + 1]);
       ++i;
     } else if (colon_space != std::string::npos) {
-      settings.set_override(word.substr(0, colon_space), word.substr(colon_space + 2));
+      set_once(word.substr(0, colon_space), word.substr(colon_space + 2));
     } else {
       fail("setting", word, "expected key=value or 'key: value' (e.g. steps=10 or steps: 10)");
     }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -151,6 +152,81 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"dangling_colon", {"steps:"}, "steps", "followed by its value"},
         BadCase{"not_a_setting", {"steps=1", "oops"}, "setting", "key=value"},
         BadCase{"bias_with_softmax", {"routed_bias=true"}, "routed_bias", "sigmoid"}),
+    [](const auto& info) { return info.param.name; });
+
+// Duplicates and aliases (issue 16 items 5 and 6).
+TEST(ConfigTest, AliasSetsItsKey) {
+  const Settings s = parse_train_arguments({"tokamax_gmm_autotune=true"});
+  EXPECT_EQ(s.get("gmm_autotune"), "true");
+  EXPECT_EQ(s.get("tokamax_gmm_autotune"), "true");
+  EXPECT_EQ(canonical_config_key("tokamax_gmm_autotune"), "gmm_autotune");
+  EXPECT_EQ(canonical_config_key("steps"), "steps");
+  // config.yml stores the key's own name, once.
+  const std::string yaml = s.to_yaml();
+  EXPECT_NE(yaml.find("gmm_autotune: true"), std::string::npos);
+  EXPECT_EQ(yaml.find("tokamax_gmm_autotune"), std::string::npos);
+  EXPECT_TRUE(resolve(s).moe.use_tune_cache);
+}
+
+TEST(ConfigTest, CommandLineMayOverrideTheFile) {
+  const std::string path = ::testing::TempDir() + "/override.yml";
+  {
+    std::ofstream out(path);
+    out << "steps: 2\ngmm_autotune: false\n";
+  }
+  const Settings s = parse_train_arguments({path, "steps=5", "tokamax_gmm_autotune=true"});
+  EXPECT_EQ(s.get("steps"), "5");
+  EXPECT_EQ(s.get("gmm_autotune"), "true");
+}
+
+struct DuplicateCase {
+  std::string name;
+  std::string file;  // config file text ("" = no file)
+  std::vector<std::string> args;
+  std::string argument;
+  std::vector<std::string> message_parts;
+};
+
+class DuplicateKeyTest : public ::testing::TestWithParam<DuplicateCase> {};
+
+TEST_P(DuplicateKeyTest, IsAnErrorNamingBothValues) {
+  const DuplicateCase& c = GetParam();
+  std::vector<std::string> args;
+  if (!c.file.empty()) {
+    const std::string path = ::testing::TempDir() + "/dup_" + c.name + ".yml";
+    std::ofstream(path) << c.file;
+    args.push_back(path);
+  }
+  args.insert(args.end(), c.args.begin(), c.args.end());
+  try {
+    parse_train_arguments(args);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.argument(), c.argument) << e.what();
+    for (const std::string& part : c.message_parts) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << part << " in " << e.what();
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, DuplicateKeyTest,
+    ::testing::Values(
+        DuplicateCase{"command_line", "", {"steps=2", "steps=3"}, "steps",
+                      {"steps=3: key given twice on the command line", "first steps=2",
+                       "then steps=3"}},
+        DuplicateCase{"both_forms", "", {"steps: 2", "seed=1", "steps:", "3"}, "steps",
+                      {"first steps=2", "then steps=3"}},
+        DuplicateCase{"alias_on_command_line", "",
+                      {"gmm_autotune=true", "tokamax_gmm_autotune=false"}, "tokamax_gmm_autotune",
+                      {"tokamax_gmm_autotune is an alias of gmm_autotune", "first gmm_autotune=true",
+                       "then tokamax_gmm_autotune=false"}},
+        DuplicateCase{"in_file", "seed: 1\nsteps: 2\nlearning_rate: 0.1\nsteps: 3\n", {}, "steps",
+                      {"key given twice in", "first line 2 steps=2", "then line 4 steps=3"}},
+        DuplicateCase{"alias_in_file", "tokamax_gmm_autotune: true\ngmm_autotune: false\n", {},
+                      "gmm_autotune",
+                      {"tokamax_gmm_autotune is an alias of gmm_autotune",
+                       "first line 1 tokamax_gmm_autotune=true", "then line 2 gmm_autotune=false"}}),
     [](const auto& info) { return info.param.name; });
 
 TEST(ConfigTest, BlockScalesAcceptedWithV2) {
