@@ -11,6 +11,11 @@
 
 namespace raggemm::train {
 using model::rmsnorm_backward;
+
+int64_t loss_chunk_tokens(int64_t vocab, int64_t tokens) {
+  return std::clamp<int64_t>(kLossChunkFloats / std::max<int64_t>(vocab, 1), 1,
+                             std::max<int64_t>(tokens, 1));
+}
 using model::rmsnorm_forward;
 
 template <class T>
@@ -62,7 +67,7 @@ struct Model<T>::Impl {
   moe::DenseMatmul<T> output;
   moe::Param<T> embed, final_norm, out_proj;
   std::vector<Block> blocks;
-  std::vector<T> x, final_normed, final_inv_rms, logits, dlogits, dfinal, dx;
+  std::vector<T> x, final_normed, final_inv_rms, logits, dlogits, dfinal, dx, out_proj_grad_part;
 };
 
 template <class T>
@@ -125,40 +130,63 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
     rmsnorm_forward(x.data(), final_norm.value.data(), tokens, d, final_normed.data(),
                     final_inv_rms.data());
   }
-  logits.resize(static_cast<size_t>(tokens * v));
-  output.forward(final_normed.data(), tokens, out_proj.value.data(), logits.data());
   // Softmax cross-entropy, a mean over the tokens of every rank:
-  // dlogits = (softmax - onehot) / global tokens.
+  // dlogits = (softmax - onehot) / global tokens. Computed in chunks of
+  // tokens (model_chunk_tokens), so a large vocabulary's logits for the whole
+  // batch are never held at once; with backward each chunk's output-layer
+  // gradients are taken right away.
   const bool parallel = comm_size(config.comm) > 1;
   int64_t global_tokens = tokens;
   if (parallel) config.comm->allreduce_sum(&global_tokens, 1);
   const T denominator = static_cast<T>(global_tokens);
+  const int64_t chunk = config.loss_chunk > 0 ? std::min(config.loss_chunk, tokens)
+                                             : loss_chunk_tokens(v, tokens);
+  logits.resize(static_cast<size_t>(chunk * v));
   dlogits.resize(logits.size());
+  if (backward) dfinal.resize(activations);
+  if (backward && chunk < tokens) out_proj_grad_part.resize(out_proj.grad.size());
   double loss_sum = 0;
-  {
-    auto scope = profile(profiler, "cross_entropy", OpKind::kGlue);
-#pragma omp parallel for schedule(static) reduction(+ : loss_sum) if (tokens * v >= (1 << 22))
-    for (int64_t t = 0; t < tokens; ++t) {
-      const T* z = logits.data() + t * v;
-      T peak = z[0];
-      for (int64_t i = 1; i < v; ++i) peak = std::max(peak, z[i]);
-      T total = 0;
-      for (int64_t i = 0; i < v; ++i) total += std::exp(z[i] - peak);
-      const T log_total = std::log(total) + peak;
-      loss_sum += static_cast<double>(log_total - z[targets[t]]);
-      T* dz = dlogits.data() + t * v;
-      for (int64_t i = 0; i < v; ++i) dz[i] = std::exp(z[i] - log_total) / denominator;
-      dz[targets[t]] -= T(1) / denominator;
+  for (int64_t t0 = 0; t0 < tokens; t0 += chunk) {
+    const int64_t rows = std::min(chunk, tokens - t0);
+    output.forward(final_normed.data() + t0 * d, rows, out_proj.value.data(), logits.data());
+    {
+      auto scope = profile(profiler, "cross_entropy", OpKind::kGlue);
+#pragma omp parallel for schedule(static) reduction(+ : loss_sum) if (rows * v >= (1 << 22))
+      for (int64_t t = 0; t < rows; ++t) {
+        const T* z = logits.data() + t * v;
+        T peak = z[0];
+        for (int64_t i = 1; i < v; ++i) peak = std::max(peak, z[i]);
+        T total = 0;
+        for (int64_t i = 0; i < v; ++i) total += std::exp(z[i] - peak);
+        const T log_total = std::log(total) + peak;
+        loss_sum += static_cast<double>(log_total - z[targets[t0 + t]]);
+        T* dz = dlogits.data() + t * v;
+        for (int64_t i = 0; i < v; ++i) dz[i] = std::exp(z[i] - log_total) / denominator;
+        dz[targets[t0 + t]] -= T(1) / denominator;
+      }
     }
+    if (!backward) continue;
+    const T* x_rows = final_normed.data() + t0 * d;
+    if (chunk == tokens) {
+      output.grad_rhs(x_rows, dlogits.data(), rows, out_proj.grad.data());
+    } else {
+      output.grad_rhs(x_rows, dlogits.data(), rows, out_proj_grad_part.data());
+      auto scope = profile(profiler, "output/add_grad", OpKind::kGlue);
+      if (t0 == 0) {
+        std::copy(out_proj_grad_part.begin(), out_proj_grad_part.end(), out_proj.grad.begin());
+      } else {
+        for (size_t i = 0; i < out_proj_grad_part.size(); ++i) {
+          out_proj.grad[i] += out_proj_grad_part[i];
+        }
+      }
+    }
+    output.grad_lhs(dlogits.data(), rows, out_proj.value.data(), dfinal.data() + t0 * d);
   }
   if (parallel) config.comm->allreduce_sum(&loss_sum, 1);
   parts.cross_entropy = loss_sum / static_cast<double>(global_tokens);
   parts.total = parts.cross_entropy + config.moe.router.load_balance_loss_weight * parts.aux_loss;
   if (!backward) return parts;
 
-  dfinal.resize(activations);
-  output.grad_rhs(final_normed.data(), dlogits.data(), tokens, out_proj.grad.data());
-  output.grad_lhs(dlogits.data(), tokens, out_proj.value.data(), dfinal.data());
   dx.assign(activations, T(0));
   {
     auto scope = profile(profiler, "rmsnorm_bwd", OpKind::kGlue);

@@ -33,6 +33,8 @@ struct ModelConfig {
   // one after another (attention sees only its own sequence). 0: one
   // sequence of all the call's tokens.
   int64_t seq_len = 0;
+  // Tokens per chunk of the loss (tests); 0: loss_chunk_tokens().
+  int64_t loss_chunk = 0;
   // Expert parallelism (P > 1 ranks; null = one process): the MoE layers
   // shard their experts; losses are means over every rank's tokens and
   // loss_and_grad returns the global batch's gradient on every rank (shared
@@ -65,6 +67,12 @@ class Model {
   static std::vector<moe::Param<T>*> params_of(Impl& impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// The loss is computed over chunks of tokens whose logits take at most
+// kLossChunkFloats floats (64 MiB; a 256-token vocabulary: 65536 tokens, one
+// chunk for any batch here; deepseek3's 129280: 129 tokens).
+inline constexpr int64_t kLossChunkFloats = int64_t{1} << 24;
+int64_t loss_chunk_tokens(int64_t vocab, int64_t tokens);
 
 // The attention of a resolved config (attention_type=none: unset).
 std::optional<model::AttentionConfig> attention_config(const TrainConfig& config);

@@ -20,6 +20,7 @@
 #include "raggemm/train.h"
 #include "train/checkpoint.h"
 #include "train/data.h"
+#include "train/memory_estimate.h"
 #include "train/model.h"
 #include "train/optimizer.h"
 #include "tune/autotune.h"
@@ -214,6 +215,8 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
   std::ostream& log = rank == 0 ? main_log : null_log;
   const std::string shard = shard_name(rank, ranks);
 
+  // Before anything is allocated (the data, the model), on every rank.
+  check_memory(config, machine_memory_bytes());
   TrainResult result;
   result.run_dir = config.run_dir();
   fs::create_directories(result.run_dir);
@@ -273,6 +276,12 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
   if (config.moe.router.num_experts > 0 &&
       config.base_num_decoder_layers > config.first_num_dense_layers) {
     describe_plans(config, log);
+  }
+  {
+    const MemoryEstimate estimate = estimate_memory(config);
+    log << "memory estimate: " << format("%.2f", estimate.total_bytes() / (1 << 30))
+        << " GiB per process (machine " << format("%.1f", machine_memory_bytes() / (1 << 30))
+        << " GiB)\n";
   }
   log << "loss floor (entropy rate of the data): " << format("%.4f", result.loss_floor)
       << " nats/token\n";

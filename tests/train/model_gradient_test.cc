@@ -102,6 +102,27 @@ TEST_P(ModelGradientTest, F32OpsMatchF64) {
   }
 }
 
+// The loss in chunks of 3 tokens (the last one ragged) gives the loss and
+// gradients of one chunk.
+TEST(ModelChunkedLossTest, ChunksMatchOneChunk) {
+  ModelConfig config = tiny_model(ModelCase{"gqa", false, "gqa"});
+  Model<double> whole(config, nullptr);
+  whole.init(9);
+  config.loss_chunk = 3;
+  Model<double> chunked(config, nullptr);
+  chunked.init(9);
+  const int64_t tokens = static_cast<int64_t>(kInputs.size());
+  const LossParts a = whole.loss_and_grad(kInputs.data(), kTargets.data(), tokens);
+  const LossParts b = chunked.loss_and_grad(kInputs.data(), kTargets.data(), tokens);
+  EXPECT_NEAR(a.total, b.total, 1e-12);
+  for (size_t i = 0; i < whole.params().size(); ++i) {
+    EXPECT_LT(moe::testing::relative_frobenius(whole.params()[i]->grad, chunked.params()[i]->grad),
+              1e-12)
+        << whole.params()[i]->name;
+  }
+  EXPECT_NEAR(chunked.loss(kInputs.data(), kTargets.data(), tokens).total, a.total, 1e-12);
+}
+
 INSTANTIATE_TEST_SUITE_P(GateUp, ModelGradientTest,
                          ::testing::Values(ModelCase{"separate", false, ""},
                                            ModelCase{"fused", true, ""},
