@@ -68,6 +68,7 @@ struct Model<T>::Impl {
   moe::Param<T> embed, final_norm, out_proj;
   std::vector<Block> blocks;
   std::vector<T> x, final_normed, final_inv_rms, logits, dlogits, dfinal, dx, out_proj_grad_part;
+  std::vector<double> token_loss;
 };
 
 template <class T>
@@ -146,6 +147,7 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
   if (backward) dfinal.resize(activations);
   if (backward && chunk < tokens) out_proj_grad_part.resize(out_proj.grad.size());
   double loss_sum = 0;
+  token_loss.resize(static_cast<size_t>(tokens));
   for (int64_t t0 = 0; t0 < tokens; t0 += chunk) {
     const int64_t rows = std::min(chunk, tokens - t0);
     output.forward(final_normed.data() + t0 * d, rows, out_proj.value.data(), logits.data());
@@ -159,7 +161,8 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
         T total = 0;
         for (int64_t i = 0; i < v; ++i) total += std::exp(z[i] - peak);
         const T log_total = std::log(total) + peak;
-        loss_sum += static_cast<double>(log_total - z[targets[t0 + t]]);
+        token_loss[t0 + t] = static_cast<double>(log_total - z[targets[t0 + t]]);
+        loss_sum += token_loss[t0 + t];
         T* dz = dlogits.data() + t * v;
         for (int64_t i = 0; i < v; ++i) dz[i] = std::exp(z[i] - log_total) / denominator;
         dz[targets[t0 + t]] -= T(1) / denominator;
@@ -313,6 +316,11 @@ std::vector<moe::Param<T>*> Model<T>::params_of(Impl& m) {
   out.push_back(&m.final_norm);
   out.push_back(&m.out_proj);
   return out;
+}
+
+template <class T>
+const std::vector<double>& Model<T>::token_losses() const {
+  return impl_->token_loss;
 }
 
 template <class T>

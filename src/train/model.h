@@ -59,6 +59,8 @@ class Model {
   // Forward and backward: every parameter's grad is overwritten.
   LossParts loss_and_grad(const int32_t* inputs, const int32_t* targets, int64_t tokens);
   std::vector<moe::Param<T>*> params();
+  // Each token's cross-entropy (nats) from the last loss call, this rank's.
+  const std::vector<double>& token_losses() const;
   // The MoE layers, for routing statistics and the selection-bias update.
   std::vector<moe::MoeLayer<T>*> moe_layers();
 
