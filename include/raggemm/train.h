@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -104,6 +105,9 @@ struct TrainConfig {
   uint64_t seed = 0;
   bool enable_checkpointing = false;
   int64_t checkpoint_period = 0;
+  bool save_checkpoint_on_start = false;  // with enable_checkpointing: step 0 too
+  int64_t eval_interval = 0;              // evaluate every N steps (0: never)
+  int64_t eval_steps = 1;                 // held-out batches per evaluation
   std::string profiler;  // "" | trace
   // Expert parallelism (docs/expert_parallelism.md): P processes, each with
   // num_experts / P experts and per_device_batch_size sequences of the
@@ -165,6 +169,9 @@ struct StepMetrics {
   double comm_time_share = 0;  // expert parallelism: time inside collectives / step time
   double expert_gmm_gflops = 0;
   int64_t max_expert_load = 0;  // largest group of the first MoE layer
+  // Mean loss over eval_steps held-out batches after this step's update;
+  // NaN on steps without evaluation (eval_interval).
+  double eval_loss = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct TrainResult {

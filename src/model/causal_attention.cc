@@ -101,6 +101,13 @@ void probabilities(const AttentionDims& d, int64_t i0, int64_t rows, int64_t j0,
   }
 }
 
+// Small problems (a few sequences of tens of tokens) run on one thread: a
+// parallel region would cost more than the work.
+bool worth_threads(const AttentionDims& d) {
+  const double pairs = static_cast<double>(d.seq) * static_cast<double>(d.seq + 1) / 2;
+  return pairs * static_cast<double>(d.batch * d.heads * (d.qk_dim + d.v_dim)) >= 4e6;
+}
+
 }  // namespace
 
 int64_t attention_block_rows(const AttentionDims& d) {
@@ -124,7 +131,8 @@ void causal_attention_forward(const AttentionDims& d, const T* q, const T* k, co
   const int64_t q_blocks = (d.seq + block - 1) / block;
   const int64_t tasks = d.batch * d.heads * q_blocks;
   const T scale = static_cast<T>(d.scale);
-#pragma omp parallel
+  const bool threads = worth_threads(d);
+#pragma omp parallel if (threads)
   {
     std::vector<T> s(static_cast<size_t>(block * block));
     std::vector<T> acc(static_cast<size_t>(block * d.v_dim));
@@ -185,7 +193,8 @@ void causal_attention_backward(const AttentionDims& d, const T* q, const T* k, c
   const T scale = static_cast<T>(d.scale);
   // D = rowsum(dout * out): the softmax backward's per-row term.
   std::vector<T> delta(static_cast<size_t>(rows_total));
-#pragma omp parallel for schedule(static)
+  const bool threads = worth_threads(d);
+#pragma omp parallel for schedule(static) if (threads)
   for (int64_t r = 0; r < rows_total; ++r) {
     T sum = 0;
     for (int64_t c = 0; c < d.v_dim; ++c) sum += dout[r * d.v_dim + c] * out[r * d.v_dim + c];
@@ -210,7 +219,7 @@ void causal_attention_backward(const AttentionDims& d, const T* q, const T* k, c
   // Pass 1: dK and dV, one task per (sequence, kv head, key block); the task
   // owns those rows and visits every query head of its group.
   const int64_t kv_tasks = d.batch * d.kv_heads * blocks;
-#pragma omp parallel
+#pragma omp parallel if (threads)
   {
     std::vector<T> p(static_cast<size_t>(block * block)), dp(p.size());
 #pragma omp for schedule(dynamic, 1)
@@ -239,7 +248,7 @@ void causal_attention_backward(const AttentionDims& d, const T* q, const T* k, c
   }
   // Pass 2: dQ, one task per (sequence, head, query block).
   const int64_t q_tasks = d.batch * d.heads * blocks;
-#pragma omp parallel
+#pragma omp parallel if (threads)
   {
     std::vector<T> p(static_cast<size_t>(block * block)), dp(p.size());
 #pragma omp for schedule(dynamic, 1)

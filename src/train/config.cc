@@ -116,6 +116,10 @@ std::vector<ConfigKey> build_keys() {
       {"mscale", "1.0", "mla+yarn: softmax scale times (0.1 mscale ln(rope_factor) + 1)^2"},
       {"enable_goodput_recording", "false",
        "MaxText's goodput recording (a Cloud service): false only"},
+      {"eval_interval", "0", "evaluate held-out loss every N steps (0: never)"},
+      {"eval_steps", "4", "held-out batches per evaluation"},
+      {"save_checkpoint_on_start", "false",
+       "with enable_checkpointing: also save the initial parameters as step 0"},
   };
   keys.insert(keys.end(), rest.begin(), rest.end());
   // Hardening (issue 16).
@@ -551,6 +555,9 @@ TrainConfig resolve(const Settings& input) {
   c.seed = static_cast<uint64_t>(to_int(s, "seed", 0));
   c.enable_checkpointing = to_bool(s, "enable_checkpointing");
   c.checkpoint_period = to_int(s, "checkpoint_period", 1);
+  c.save_checkpoint_on_start = to_bool(s, "save_checkpoint_on_start");
+  c.eval_interval = to_int(s, "eval_interval", 0);
+  c.eval_steps = to_int(s, "eval_steps", 1);
   require(s.get("profiler") != "xplane", "profiler", "xplane",
           "xplane traces come from JAX's profiler, which does not run here; use profiler=trace "
           "(Chrome trace JSON of every op, opens in Perfetto)");

@@ -35,7 +35,7 @@ std::string format(const char* pattern, double a) {
 }
 
 nlohmann::json to_json(const StepMetrics& m) {
-  return {{"step", m.step},
+  nlohmann::json out = {{"step", m.step},
           {"loss", m.loss},
           {"aux_loss", m.aux_loss},
           {"learning_rate", m.learning_rate},
@@ -52,7 +52,12 @@ nlohmann::json to_json(const StepMetrics& m) {
           {"data_time_share", m.data_time_share},
           {"comm_time_share", m.comm_time_share},
           {"max_expert_load", m.max_expert_load}};
+  if (!std::isnan(m.eval_loss)) out["eval_loss"] = m.eval_loss;
+  return out;
 }
+
+// Far past any training step: eval batches are never trained on.
+constexpr int64_t kEvalBatchOffset = int64_t{1} << 40;
 
 std::string log_line(const StepMetrics& m, int64_t steps, double floor) {
   char text[512];
@@ -320,7 +325,32 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
     metrics.open(metrics_path, std::ios::app);
   }
 
+  auto save = [&](int64_t step) {
+    auto scope = profile(&profiler, "checkpoint", OpKind::kSpan);
+    CheckpointData saved;
+    saved.step = step;
+    saved.updates = optimizer.update_count();
+    saved.shard = shard;
+    for (auto* p : model.params()) saved.blobs["param/" + p->name] = p->value;
+    for (auto& [name, blob] : optimizer.state()) saved.blobs[name] = *blob;
+    save_checkpoint(checkpoint_path(result.run_dir, step, shard), saved);
+    profiler.take_totals();  // checkpoint time belongs to no step
+  };
+  // save_checkpoint_on_start: the initial parameters, as step 0 (a fresh run only).
+  if (config.enable_checkpointing && config.save_checkpoint_on_start && start == 0) save(0);
+
   const int64_t tokens = config.tokens_per_step();
+  // Held-out batches: indices no training step reads (steps count from 0).
+  auto evaluate = [&]() {
+    auto scope = profile(&profiler, "eval", OpKind::kSpan);
+    double sum = 0;
+    for (int64_t i = 0; i < config.eval_steps; ++i) {
+      const Batch batch = data->batch(kEvalBatchOffset + i);
+      sum += model.loss(batch.inputs.data(), batch.targets.data(), tokens).cross_entropy;
+    }
+    profiler.take_totals();  // eval time belongs to no step
+    return sum / static_cast<double>(config.eval_steps);
+  };
   const int64_t global_tokens = config.global_tokens_per_step();
   for (int64_t step = start + 1; step <= config.steps; ++step) {
     const auto begin = std::chrono::steady_clock::now();
@@ -373,8 +403,11 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
         m.max_expert_load = std::max<int64_t>(m.max_expert_load, size);
       }
     }
+    if (config.eval_interval > 0 && step % config.eval_interval == 0) m.eval_loss = evaluate();
     log << log_line(m, config.steps, result.loss_floor)
-        << (comm ? " | comm " + format("%4.1f", 100 * m.comm_time_share) + "%" : "") << std::endl;
+        << (comm ? " | comm " + format("%4.1f", 100 * m.comm_time_share) + "%" : "")
+        << (std::isnan(m.eval_loss) ? "" : " | eval loss " + format("%.4f", m.eval_loss))
+        << std::endl;
     if (rank == 0) {
       metrics << to_json(m).dump() << "\n";
       metrics.flush();
@@ -383,16 +416,7 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
 
     if (config.enable_checkpointing &&
         (step % config.checkpoint_period == 0 || step == config.steps)) {
-      auto scope = profile(&profiler, "checkpoint", OpKind::kSpan);
-      CheckpointData saved;
-      saved.step = step;
-      saved.updates = optimizer.update_count();
-      saved.shard = shard;
-      for (auto* p : model.params()) saved.blobs["param/" + p->name] = p->value;
-      for (auto& [name, blob] : optimizer.state()) saved.blobs[name] = *blob;
-      const std::string path = checkpoint_path(result.run_dir, step, shard);
-      save_checkpoint(path, saved);
-      profiler.take_totals();  // checkpoint time belongs to no step
+      save(step);
     }
   }
 
