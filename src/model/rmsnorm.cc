@@ -2,11 +2,13 @@
 
 #include <cmath>
 
+// Serial on purpose, like the other glue loops (docs/moe_configuration.md:
+// under load an OpenMP region around a loop this size cost more than the loop).
+
 namespace raggemm::model {
 
 template <class T>
 void rmsnorm_forward(const T* x, const T* scale, int64_t rows, int64_t dim, T* y, T* inv_rms) {
-#pragma omp parallel for schedule(static) if (rows * dim >= (1 << 16))
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * dim;
     T sum = 0;
@@ -20,8 +22,6 @@ void rmsnorm_forward(const T* x, const T* scale, int64_t rows, int64_t dim, T* y
 template <class T>
 void rmsnorm_backward(const T* x, const T* scale, const T* inv_rms, const T* dy, int64_t rows,
                       int64_t dim, T* dx, T* dscale) {
-  // dscale sums over rows in row order (one thread), so it does not depend
-  // on the thread count; dx rows are independent.
   for (int64_t i = 0; i < dim; ++i) dscale[i] = 0;
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * dim;
@@ -29,7 +29,6 @@ void rmsnorm_backward(const T* x, const T* scale, const T* inv_rms, const T* dy,
     const T inv = inv_rms[r];
     for (int64_t i = 0; i < dim; ++i) dscale[i] += dyr[i] * xr[i] * inv;
   }
-#pragma omp parallel for schedule(static) if (rows * dim >= (1 << 16))
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * dim;
     const T* dyr = dy + r * dim;

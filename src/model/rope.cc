@@ -82,7 +82,6 @@ void Rope::apply(T* x, int64_t tokens, int64_t seq_len, int64_t heads, int64_t r
   const int64_t step = type_ == RopeType::kYarn ? 2 : 1;
   const int64_t partner = type_ == RopeType::kYarn ? 1 : half;
   const T sign = inverse ? T(-1) : T(1);
-#pragma omp parallel for schedule(static) if (tokens * heads * dim_ >= (1 << 20))
   for (int64_t t = 0; t < tokens; ++t) {
     const int64_t position = t % seq_len;
     const double* c = cos_.data() + position * half;
