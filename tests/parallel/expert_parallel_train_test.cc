@@ -31,6 +31,12 @@ train::TrainConfig small_config(const std::string& dir, const std::string& run,
                                    "num_experts_per_tok=2",
                                    "learning_rate=0.01",
                                    "warmup_steps_fraction=0.25"};
+  // An extra key replaces the default above (a key given twice on the
+  // command line is an error since issue 16).
+  for (const std::string& setting : extra) {
+    const std::string key = setting.substr(0, setting.find('=') + 1);
+    std::erase_if(args, [&](const std::string& a) { return a.rfind(key, 0) == 0; });
+  }
   args.insert(args.end(), extra.begin(), extra.end());
   return train::resolve(train::parse_train_arguments(args));
 }
