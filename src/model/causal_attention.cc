@@ -101,6 +101,18 @@ void probabilities(const AttentionDims& d, int64_t i0, int64_t rows, int64_t j0,
   }
 }
 
+// Task `task` of sequences x heads x blocks: which sequence, head and block.
+// latest_first: block numbers count down (later query blocks see more keys,
+// so dynamic scheduling starts them first).
+struct BlockTask {
+  int64_t b, head, block;
+};
+BlockTask block_task(int64_t task, int64_t heads, int64_t blocks, bool latest_first) {
+  const int64_t block = task % blocks;
+  return {task / (blocks * heads), (task / blocks) % heads,
+          latest_first ? blocks - 1 - block : block};
+}
+
 // Small problems (a few sequences of tens of tokens) run on one thread: a
 // parallel region would cost more than the work.
 bool worth_threads(const AttentionDims& d) {
@@ -137,12 +149,9 @@ void causal_attention_forward(const AttentionDims& d, const T* q, const T* k, co
     std::vector<T> s(static_cast<size_t>(block * block));
     std::vector<T> acc(static_cast<size_t>(block * d.v_dim));
     std::vector<T> m(static_cast<size_t>(block)), l(static_cast<size_t>(block));
-    // Later query blocks see more keys: dynamic scheduling, largest first.
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; ++task) {
-      const int64_t qb = q_blocks - 1 - task % q_blocks;
-      const int64_t h = (task / q_blocks) % d.heads;
-      const int64_t b = task / (q_blocks * d.heads);
+      const auto [b, h, qb] = block_task(task, d.heads, q_blocks, true);
       const int64_t kvh = h / at.group();
       const int64_t i0 = qb * block, rows = std::min(block, d.seq - i0);
       std::fill(m.begin(), m.end(), -std::numeric_limits<T>::infinity());
@@ -224,9 +233,8 @@ void causal_attention_backward(const AttentionDims& d, const T* q, const T* k, c
     std::vector<T> p(static_cast<size_t>(block * block)), dp(p.size());
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < kv_tasks; ++task) {
-      const int64_t kb = task % blocks;  // early key blocks see the most queries
-      const int64_t kvh = (task / blocks) % d.kv_heads;
-      const int64_t b = task / (blocks * d.kv_heads);
+      // Early key blocks see the most queries.
+      const auto [b, kvh, kb] = block_task(task, d.kv_heads, blocks, false);
       const int64_t j0 = kb * block, cols = std::min(block, d.seq - j0);
       T* dk_block = dk + at.k_at(b, j0, kvh);
       T* dv_block = dv + at.v_at(b, j0, kvh);
@@ -253,9 +261,7 @@ void causal_attention_backward(const AttentionDims& d, const T* q, const T* k, c
     std::vector<T> p(static_cast<size_t>(block * block)), dp(p.size());
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < q_tasks; ++task) {
-      const int64_t qb = blocks - 1 - task % blocks;
-      const int64_t h = (task / blocks) % d.heads;
-      const int64_t b = task / (blocks * d.heads);
+      const auto [b, h, qb] = block_task(task, d.heads, blocks, true);
       const int64_t kvh = h / at.group();
       const int64_t i0 = qb * block, rows = std::min(block, d.seq - i0);
       T* dq_block = dq + at.q_at(b, i0, h);
