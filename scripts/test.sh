@@ -10,9 +10,11 @@ scripts/build.sh release
 (cd build/release && ctest --output-on-failure -j "$(nproc)")
 scripts/build.sh asan
 # The f64 finite-difference model checks take minutes under the sanitizers
-# and exercise no code the other ASan cases miss; Release runs them above.
+# and exercise no code the other ASan cases miss; Release runs them above. So
+# do the attention copy-learning run and the seed command (AttentionLayerTest
+# covers their attention code under the sanitizers).
 (cd build/asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$(nproc)" \
-  -E 'ModelGradientTest')
+  -E 'ModelGradientTest|AttentionLearnsTest|SeedCommand')
 # The Python package (docs/python.md), built by the same CMake project into
 # build/python-* with .venv's scikit-build-core, nanobind and jax, repaired by
 # auditwheel (libhwy, libgomp bundled) and installed from that wheel, so the

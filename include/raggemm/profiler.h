@@ -34,9 +34,10 @@ enum class OpKind : uint8_t {
   kGlue,       // everything elementwise: norms, routing, permute, activations, casts
   kOptimizer,
   kData,
-  kSpan,  // an enclosing span (a layer, a pass): traced, never added to totals
+  kSpan,       // an enclosing span (a layer, a pass): traced, never added to totals
+  kAttention,  // everything inside attention: projections, RoPE, latent norms, the core
 };
-inline constexpr int kNumOpKinds = 6;
+inline constexpr int kNumOpKinds = 7;
 const char* op_kind_name(OpKind kind);
 
 // One value of a trace event's "args".

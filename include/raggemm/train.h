@@ -10,7 +10,9 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -61,9 +63,15 @@ class Settings {
   // The resolved config as YAML, in key order.
   std::string to_yaml() const;
   const std::map<std::string, std::string>& values() const { return values_; }
+  // A command-line override: set() and remembered, because a model preset's
+  // keys replace the config file's values but conflict with these (unless
+  // override_model_config=true).
+  void set_override(const std::string& key, const std::string& value);
+  const std::set<std::string>& overridden() const { return overridden_; }
 
  private:
   std::map<std::string, std::string> values_;
+  std::set<std::string> overridden_;
 };
 
 // `raggemm train` arguments: an optional config file first, then overrides
@@ -97,12 +105,37 @@ struct TrainConfig {
   uint64_t seed = 0;
   bool enable_checkpointing = false;
   int64_t checkpoint_period = 0;
+  bool save_checkpoint_on_start = false;  // with enable_checkpointing: step 0 too
+  int64_t eval_interval = 0;              // evaluate every N steps (0: never)
+  int64_t eval_steps = 1;                 // held-out batches per evaluation
   std::string profiler;  // "" | trace
   bool allow_config_change_on_resume = false;
   // Expert parallelism (docs/expert_parallelism.md): P processes, each with
   // num_experts / P experts and per_device_batch_size sequences of the
   // global batch of P * per_device_batch_size.
   int64_t ici_expert_parallelism = 1;
+  // Model preset and attention (docs/moe_configuration.md, "Attention" and
+  // "Model presets"). moe.mlp_dim is the experts' hidden size
+  // (base_moe_mlp_dim, or base_mlp_dim when unset); base_mlp_dim the dense
+  // layers'.
+  std::string model_name = "default";
+  std::string attention_type = "mha";  // mha | gqa | mla | none
+  int64_t base_num_query_heads = 0;
+  int64_t base_num_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t q_lora_rank = 0;
+  int64_t kv_lora_rank = 0;
+  int64_t qk_nope_head_dim = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
+  std::string rope_type = "default";  // default | yarn
+  double rope_max_timescale = 10000;
+  double rope_factor = 40;
+  int64_t original_max_position_embeddings = 4096;
+  int64_t max_position_embeddings = 163840;
+  double beta_fast = 32;
+  double beta_slow = 1;
+  double mscale = 1;
   moe::MoeConfig moe;         // dims, router, dtype, quantization, plans (and use_ring_of_experts)
   std::string resolved_yaml;  // every key with its value, as written to config.yml
   // The kernel of every pass and the key that chose it (the startup log).
@@ -156,6 +189,7 @@ struct StepMetrics {
   double expert_gmm_time_share = 0;
   double dense_gmm_time_share = 0;
   double glue_time_share = 0;
+  double attention_time_share = 0;  // everything inside attention (projections, core, RoPE)
   double optimizer_time_share = 0;
   double data_time_share = 0;
   double comm_time_share = 0;  // expert parallelism: time inside collectives / step time
@@ -164,6 +198,9 @@ struct StepMetrics {
   // Dense path: (token, slot) assignments dropped past capacity, all MoE
   // layers.
   int64_t dropped_tokens = 0;
+  // Mean loss over eval_steps held-out batches after this step's update;
+  // NaN on steps without evaluation (eval_interval).
+  double eval_loss = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct TrainResult {

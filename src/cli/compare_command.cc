@@ -81,6 +81,19 @@ void plot(const std::vector<Run>& runs, const std::string& png) {
       out << step << " " << entry.value("loss", 0.0) << "\n";
     script << (i ? ", " : "") << "'" << data << "' using 1:2 with lines lw 2 title '"
            << runs[i].name << "'";
+    // Eval loss (eval_interval) beside the training loss, as points.
+    const std::string eval_data = (data_dir / ("eval" + std::to_string(i) + ".dat")).string();
+    std::ofstream eval_out(eval_data);
+    bool any_eval = false;
+    for (const auto& [step, entry] : runs[i].steps) {
+      if (!entry.contains("eval_loss")) continue;
+      eval_out << step << " " << entry.value("eval_loss", 0.0) << "\n";
+      any_eval = true;
+    }
+    if (any_eval) {
+      script << ", '" << eval_data << "' using 1:2 with linespoints lw 2 pt 7 title '"
+             << runs[i].name << " eval'";
+    }
   }
   script << "\n";
   const std::string script_path = (data_dir / "plot.gp").string();
@@ -102,6 +115,9 @@ int run_compare(std::vector<std::string> args) {
   app.add_option("RUN_DIR", dirs, "run directories (base_output_directory/run_name)")->required();
   app.add_option("--plot", png, "write a PNG of the loss curves (gnuplot)");
   app.add_option("--every", every_text, "print every N-th step (default 1)");
+  std::string target_text;
+  app.add_option("--target-loss", target_text,
+                 "report the first step each run's loss (and eval loss) reaches this value");
   parse_command_line(app, args);
   const int64_t every = parse_int(every_text, "--every", 1, 1 << 30);
 
@@ -150,6 +166,22 @@ int run_compare(std::vector<std::string> args) {
   }
   std::printf("(speed: mean over steps after the first; diff: loss minus %s at the same step)\n",
               runs[0].name.c_str());
+  if (!target_text.empty()) {
+    const double target = parse_real(target_text, "--target-loss", 0, 1e9);
+    std::printf("\nfirst step at loss <= %.4f:\n", target);
+    for (const Run& run : runs) {
+      auto first_at = [&](const char* field) -> std::string {
+        for (const auto& [step, entry] : run.steps) {
+          if (entry.contains(field) && entry.value(field, 0.0) <= target) {
+            return std::to_string(step);
+          }
+        }
+        return "not reached";
+      };
+      std::printf("  %-24.24s loss: %-12s eval_loss: %s\n", run.name.c_str(),
+                  first_at("loss").c_str(), first_at("eval_loss").c_str());
+    }
+  }
   if (!png.empty()) {
     plot(runs, png);
     std::printf("plot: %s\n", png.c_str());

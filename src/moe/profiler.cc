@@ -21,6 +21,8 @@ const char* op_kind_name(OpKind kind) {
       return "data";
     case OpKind::kSpan:
       return "span";
+    case OpKind::kAttention:
+      return "attention";
   }
   return "?";
 }

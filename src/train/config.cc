@@ -7,8 +7,11 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <sstream>
 
+#include "train/model.h"
+#include "train/presets.h"
 #include "raggemm/error.h"
 #include "raggemm/plan.h"
 #include "raggemm/quant.h"
@@ -104,6 +107,37 @@ std::vector<ConfigKey> build_keys() {
        "the tokamax kernels (v1 and v2, picked by use_gmm_v2*); wins over megablox"},
       {"quantization_activation_scaling", "row",
        "quantized activations: row (per token) or block:SIZE (per token and K-block, v2 fwd)"},
+      // Model preset and attention (issue 15).
+      {"model_name", "default",
+       "model preset: default, deepseek3-671b, deepseek3-tiny, mixtral-8x7b, ... (its keys "
+       "change only with override_model_config=true)"},
+      {"override_model_config", "false", "let command-line keys override the preset's keys"},
+      {"base_moe_mlp_dim", "", "hidden size of each routed/shared expert (\"\": base_mlp_dim)"},
+      {"attention_type", "mha",
+       "mha, gqa (query heads share kv heads), mla (DeepSeek latent attention) or none"},
+      {"base_num_query_heads", "4", "attention query heads"},
+      {"base_num_kv_heads", "4", "mha/gqa key/value heads (divides base_num_query_heads)"},
+      {"head_dim", "64", "mha/gqa dimension of each head"},
+      {"q_lora_rank", "0", "mla query latent rank (0: no query compression)"},
+      {"kv_lora_rank", "512", "mla key/value latent rank"},
+      {"qk_nope_head_dim", "128", "mla per-head query/key dims without RoPE"},
+      {"qk_rope_head_dim", "64", "mla query/key dims with RoPE (the key part shared by heads)"},
+      {"v_head_dim", "128", "mla per-head value dim"},
+      {"rope_type", "default", "default (halves) or yarn (interleaved pairs, scaled frequencies)"},
+      {"rope_max_timescale", "10000", "RoPE base theta"},
+      {"rope_factor", "40", "yarn: frequency scaling factor"},
+      {"original_max_position_embeddings", "4096", "yarn: context the base frequencies had"},
+      {"max_position_embeddings", "163840",
+       "yarn: context the model is extended to (mla mscale applies when above the original)"},
+      {"beta_fast", "32", "yarn: rotations bounding the unscaled (fast) dims"},
+      {"beta_slow", "1", "yarn: rotations bounding the fully scaled (slow) dims"},
+      {"mscale", "1.0", "mla+yarn: softmax scale times (0.1 mscale ln(rope_factor) + 1)^2"},
+      {"enable_goodput_recording", "false",
+       "MaxText's goodput recording (a Cloud service): false only"},
+      {"eval_interval", "0", "evaluate held-out loss every N steps (0: never)"},
+      {"eval_steps", "4", "held-out batches per evaluation"},
+      {"save_checkpoint_on_start", "false",
+       "with enable_checkpointing: also save the initial parameters as step 0"},
   };
   keys.insert(keys.end(), rest.begin(), rest.end());
   // Hardening (issue 16).
@@ -261,7 +295,109 @@ BlockPlan build_plan(const Settings& s, const KernelSelection& kernels) {
   return plan;
 }
 
+// f32 | bf16, with MaxText's spellings float32 | bfloat16.
+DType dtype_key(const Settings& s, const std::string& key) {
+  const std::string& text = s.get(key);
+  if (text == "bf16" || text == "bfloat16") return DType::kBF16;
+  if (text == "f32" || text == "float32") return DType::kF32;
+  fail(key, text.empty() ? "''" : text, "expected one of: f32, bf16 (or float32, bfloat16)");
+}
+
+// Keys of MaxText's command line that name services this machine does not
+// have: accepted when off, refused by name when on.
+void refuse_services(const Settings& s) {
+  require(!to_bool(s, "enable_goodput_recording"), "enable_goodput_recording", "true",
+          "goodput recording reports to Google Cloud Monitoring, which does not exist here; "
+          "set it to false");
+  const std::string& out = s.get("base_output_directory");
+  require(out.rfind("gs://", 0) != 0, "base_output_directory", out,
+          "Google Cloud Storage is not reachable here; use a local directory");
+}
+
+// Two spellings of one value: "1.0" and "1", "True" and "true".
+bool same_value(const std::string& a, const std::string& b) {
+  auto lower = [](std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    return text;
+  };
+  if (lower(a) == lower(b)) return true;
+  double x = 0, y = 0;
+  auto [end_a, error_a] = std::from_chars(a.data(), a.data() + a.size(), x);
+  auto [end_b, error_b] = std::from_chars(b.data(), b.data() + b.size(), y);
+  return error_a == std::errc() && error_b == std::errc() && end_a == a.data() + a.size() &&
+         end_b == b.data() + b.size() && x == y;
+}
+
+// The model preset's keys over the config file's; a command-line key that
+// changes one needs override_model_config=true (MaxText's rule).
+Settings with_model_preset(const Settings& input) {
+  const std::string& name = input.get("model_name");
+  const PresetKeys& preset = model_preset(name);
+  const bool may_override = to_bool(input, "override_model_config");
+  Settings out = input;
+  for (const auto& [key, value] : preset) {
+    if (input.overridden().count(key) == 0) {
+      out.set(key, value);
+      continue;
+    }
+    require(may_override || same_value(input.get(key), value), key, input.get(key),
+            "model_name=" + name + " sets " + key + "=" + value +
+                "; pass override_model_config=true to change a preset's key");
+  }
+  return out;
+}
+
+// The attention keys, validated as the model will build them.
+void resolve_attention(const Settings& s, TrainConfig& c) {
+  c.model_name = s.get("model_name");
+  c.attention_type = one_of(s, "attention_type", {"mha", "gqa", "mla", "none"});
+  c.base_num_query_heads = to_int(s, "base_num_query_heads", 1);
+  c.base_num_kv_heads = to_int(s, "base_num_kv_heads", 1);
+  c.head_dim = to_int(s, "head_dim", 1);
+  c.q_lora_rank = to_int(s, "q_lora_rank", 0);
+  c.kv_lora_rank = to_int(s, "kv_lora_rank", 1);
+  c.qk_nope_head_dim = to_int(s, "qk_nope_head_dim", 0);
+  c.qk_rope_head_dim = to_int(s, "qk_rope_head_dim", 2);
+  c.v_head_dim = to_int(s, "v_head_dim", 1);
+  c.rope_type = one_of(s, "rope_type", {"default", "yarn"});
+  c.rope_max_timescale = to_real(s, "rope_max_timescale", 1);
+  c.rope_factor = to_real(s, "rope_factor", 1);
+  c.original_max_position_embeddings = to_int(s, "original_max_position_embeddings", 1);
+  c.max_position_embeddings = to_int(s, "max_position_embeddings", 1);
+  c.beta_fast = to_real(s, "beta_fast", 0);
+  c.beta_slow = to_real(s, "beta_slow", 0);
+  c.mscale = to_real(s, "mscale", 0);
+  if (auto attention = attention_config(c)) model::validate(*attention);
+}
+
 }  // namespace
+
+std::optional<model::AttentionConfig> attention_config(const TrainConfig& c) {
+  if (c.attention_type == "none") return std::nullopt;
+  model::AttentionConfig a;
+  a.type = c.attention_type == "mla"   ? model::AttentionType::kMla
+           : c.attention_type == "gqa" ? model::AttentionType::kGqa
+                                       : model::AttentionType::kMha;
+  a.embed_dim = c.base_emb_dim;
+  a.num_query_heads = c.base_num_query_heads;
+  a.num_kv_heads = c.base_num_kv_heads;
+  a.head_dim = c.head_dim;
+  a.q_lora_rank = c.q_lora_rank;
+  a.kv_lora_rank = c.kv_lora_rank;
+  a.qk_nope_head_dim = c.qk_nope_head_dim;
+  a.qk_rope_head_dim = c.qk_rope_head_dim;
+  a.v_head_dim = c.v_head_dim;
+  a.rope.type = c.rope_type == "yarn" ? model::RopeType::kYarn : model::RopeType::kDefault;
+  a.rope.max_timescale = c.rope_max_timescale;
+  a.rope.factor = c.rope_factor;
+  a.rope.original_max_position_embeddings = c.original_max_position_embeddings;
+  a.rope.max_position_embeddings = c.max_position_embeddings;
+  a.rope.beta_fast = c.beta_fast;
+  a.rope.beta_slow = c.beta_slow;
+  a.rope.mscale = c.mscale;
+  return a;
+}
 
 const std::vector<ConfigKey>& config_keys() {
   static const std::vector<ConfigKey> keys = build_keys();
@@ -311,6 +447,11 @@ void Settings::set(const std::string& key, const std::string& value) {
          "unknown config key; did you mean '" + nearest_config_key(key) + "'?");
   }
   it->second = trim(value);
+}
+
+void Settings::set_override(const std::string& key, const std::string& value) {
+  set(key, value);
+  overridden_.insert(canonical_config_key(key));
 }
 
 const std::string& Settings::get(const std::string& key) const {
@@ -384,7 +525,7 @@ Settings parse_train_arguments(const std::vector<std::string>& args) {
   // same key twice on the command line is a mistake (which one was meant?).
   std::map<std::string, KeyOrigin> seen;
   auto set_once = [&](const std::string& key, const std::string& value) {
-    settings.set(key, value);
+    settings.set_override(key, value);
     const KeyOrigin origin{key, trim(value), 0};
     auto [it, first_time] = seen.emplace(canonical_config_key(key), origin);
     if (!first_time) fail_duplicate(it->second, origin, "on the command line");
@@ -413,7 +554,8 @@ std::string TrainConfig::run_dir() const {
   return (std::filesystem::path(base_output_directory) / run_name).string();
 }
 
-TrainConfig resolve(const Settings& s) {
+TrainConfig resolve(const Settings& input) {
+  const Settings s = with_model_preset(input);
   TrainConfig c;
   c.run_name = s.get("run_name");
   require(!c.run_name.empty() && c.run_name.find('/') == std::string::npos, "run_name",
@@ -458,18 +600,25 @@ TrainConfig resolve(const Settings& s) {
           s.get("adam_b1") + "," + s.get("adam_b2"), "betas must be in [0, 1)");
   c.adam_eps = to_real(s, "adam_eps", 0);
   c.adam_weight_decay = to_real(s, "adam_weight_decay", 0);
-  c.weight_dtype =
-      one_of(s, "weight_dtype", {"f32", "bf16"}) == "bf16" ? DType::kBF16 : DType::kF32;
+  c.weight_dtype = dtype_key(s, "weight_dtype");
   c.routed_bias_update_rate = to_real(s, "routed_bias_update_rate", 0);
   c.seed = static_cast<uint64_t>(to_int(s, "seed", 0));
   c.enable_checkpointing = to_bool(s, "enable_checkpointing");
   c.checkpoint_period = to_int(s, "checkpoint_period", 1);
+  c.save_checkpoint_on_start = to_bool(s, "save_checkpoint_on_start");
+  c.eval_interval = to_int(s, "eval_interval", 0);
+  c.eval_steps = to_int(s, "eval_steps", 1);
+  require(s.get("profiler") != "xplane", "profiler", "xplane",
+          "xplane traces come from JAX's profiler, which does not run here; use profiler=trace "
+          "(Chrome trace JSON of every op, opens in Perfetto)");
   c.profiler = one_of(s, "profiler", {"", "trace"});
   c.allow_config_change_on_resume = to_bool(s, "allow_config_change_on_resume");
+  refuse_services(s);
 
+  resolve_attention(s, c);
   moe::MoeConfig& m = c.moe;
   m.embed_dim = c.base_emb_dim;
-  m.mlp_dim = c.base_mlp_dim;
+  m.mlp_dim = s.get("base_moe_mlp_dim").empty() ? c.base_mlp_dim : to_int(s, "base_moe_mlp_dim", 1);
   m.router.num_experts = to_int(s, "num_experts", 1);
   m.router.top_k = to_int(s, "num_experts_per_tok", 1);
   m.router.normalize_top_k = to_bool(s, "norm_topk_prob");
@@ -489,7 +638,7 @@ TrainConfig resolve(const Settings& s) {
       m.router.num_experts % c.ici_expert_parallelism == 0, "num_experts", m.router.num_experts,
       "must be divisible by ici_expert_parallelism=" + std::to_string(c.ici_expert_parallelism) +
           " (each process holds num_experts / ici_expert_parallelism experts)");
-  m.dtype = one_of(s, "dtype", {"f32", "bf16"}) == "bf16" ? DType::kBF16 : DType::kF32;
+  m.dtype = dtype_key(s, "dtype");
   m.quantization = one_of(s, "quantization", {"", "fp8_full", "int8"});
   m.weight_scaling = s.get("quantization_weight_scaling");
   m.sparse_matmul = to_bool(s, "sparse_matmul");
@@ -504,8 +653,10 @@ TrainConfig resolve(const Settings& s) {
   m.plan = build_plan(s, kernels);
   m.use_tune_cache = to_bool(s, "gmm_autotune");
   moe::validate(m);
-  // Before anything is allocated or written (the run folder included).
-  check_allocation_sizes(c);
+  // Products that overflow are refused here; sizes beyond the machine's
+  // memory are refused by run_training before it allocates or writes, so a
+  // preset too large for this machine (deepseek3-671b) still resolves.
+  check_allocation_sizes(c, std::numeric_limits<int64_t>::max());
   c.resolved_yaml = s.to_yaml();
   return c;
 }

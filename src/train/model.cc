@@ -5,56 +5,29 @@
 #include <cmath>
 #include <optional>
 
+#include "model/rmsnorm.h"
 #include "moe/dense.h"
 #include "raggemm/error.h"
 
 namespace raggemm::train {
-namespace {
+using model::rmsnorm_backward;
 
-constexpr double kNormEps = 1e-6;
-
-// y = x / rms(x) * scale; keeps 1/rms per row for backward.
-template <class T>
-void rmsnorm_forward(const T* x, const T* scale, int64_t rows, int64_t dim, T* y, T* inv_rms) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* xr = x + r * dim;
-    T sum = 0;
-    for (int64_t i = 0; i < dim; ++i) sum += xr[i] * xr[i];
-    const T inv = T(1) / std::sqrt(sum / static_cast<T>(dim) + static_cast<T>(kNormEps));
-    inv_rms[r] = inv;
-    for (int64_t i = 0; i < dim; ++i) y[r * dim + i] = xr[i] * inv * scale[i];
-  }
+int64_t loss_chunk_tokens(int64_t vocab, int64_t tokens) {
+  return std::clamp<int64_t>(kLossChunkFloats / std::max<int64_t>(vocab, 1), 1,
+                             std::max<int64_t>(tokens, 1));
 }
-
-// dx += d(rmsnorm)/dx^T dy; dscale (overwritten) = sum over rows of dy * x / rms.
-template <class T>
-void rmsnorm_backward(const T* x, const T* scale, const T* inv_rms, const T* dy, int64_t rows,
-                      int64_t dim, T* dx, T* dscale) {
-  for (int64_t i = 0; i < dim; ++i) dscale[i] = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* xr = x + r * dim;
-    const T* dyr = dy + r * dim;
-    const T inv = inv_rms[r];
-    T dot = 0;
-    for (int64_t i = 0; i < dim; ++i) {
-      dot += xr[i] * scale[i] * dyr[i];
-      dscale[i] += dyr[i] * xr[i] * inv;
-    }
-    const T coeff = dot * inv * inv * inv / static_cast<T>(dim);
-    T* dxr = dx + r * dim;
-    for (int64_t i = 0; i < dim; ++i) dxr[i] += inv * scale[i] * dyr[i] - xr[i] * coeff;
-  }
-}
-
-}  // namespace
+using model::rmsnorm_forward;
 
 template <class T>
 struct Model<T>::Impl {
   struct Block {
-    moe::Param<T> norm_scale;
+    moe::Param<T> attention_norm_scale;
+    std::optional<model::Attention<T>> attention;
+    moe::Param<T> norm_scale;  // before the MLP
     std::optional<moe::DenseMlp<T>> dense;
     std::optional<moe::MoeLayer<T>> moe;
-    std::vector<T> x_in, normed, inv_rms, ffn_out, dnormed;
+    std::vector<T> x_in, attention_normed, attention_inv_rms, attention_out, dattention_normed;
+    std::vector<T> x_mid, normed, inv_rms, ffn_out, dnormed;
   };
 
   Impl(const ModelConfig& config_, Profiler* profiler_)
@@ -70,9 +43,14 @@ struct Model<T>::Impl {
     for (int64_t l = 0; l < config.num_layers; ++l) {
       const std::string prefix = "layers." + std::to_string(l);
       Block& block = blocks[l];
+      if (config.attention) {
+        block.attention_norm_scale.reset(prefix + ".attention_norm", {d});
+        block.attention.emplace(prefix + ".attention", *config.attention, config.moe, profiler);
+      }
       block.norm_scale.reset(prefix + ".norm", {d});
       if (l < config.dense_layers) {
-        block.dense.emplace(prefix + ".mlp", d, config.moe.mlp_dim, config.moe, profiler);
+        const int64_t width = config.dense_mlp_dim > 0 ? config.dense_mlp_dim : config.moe.mlp_dim;
+        block.dense.emplace(prefix + ".mlp", d, width, config.moe, profiler);
       } else {
         block.moe.emplace(prefix + ".moe", config.moe, profiler, config.comm);
       }
@@ -89,7 +67,8 @@ struct Model<T>::Impl {
   moe::DenseMatmul<T> output;
   moe::Param<T> embed, final_norm, out_proj;
   std::vector<Block> blocks;
-  std::vector<T> x, final_normed, final_inv_rms, logits, dlogits, dfinal, dx;
+  std::vector<T> x, final_normed, final_inv_rms, logits, dlogits, dfinal, dx, out_proj_grad_part;
+  std::vector<double> token_loss;
 };
 
 template <class T>
@@ -105,9 +84,28 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
       std::copy_n(embed.value.data() + inputs[t] * d, d, x.data() + t * d);
     }
   }
+  const int64_t seq = config.seq_len > 0 ? config.seq_len : tokens;
+  require(tokens % seq == 0, "tokens", tokens,
+          "must be whole sequences of max_target_length=" + std::to_string(seq));
   LossParts parts;
   for (Block& block : blocks) {
-    block.x_in = x;
+    if (block.attention) {
+      auto span = profile(profiler, "attention", OpKind::kSpan);
+      block.x_in = x;
+      block.attention_normed.resize(activations);
+      block.attention_inv_rms.resize(static_cast<size_t>(tokens));
+      block.attention_out.resize(activations);
+      {
+        auto scope = profile(profiler, "attention/norm", OpKind::kAttention);
+        rmsnorm_forward(x.data(), block.attention_norm_scale.value.data(), tokens, d,
+                        block.attention_normed.data(), block.attention_inv_rms.data());
+      }
+      block.attention->forward(block.attention_normed.data(), tokens / seq, seq,
+                               block.attention_out.data());
+      auto scope = profile(profiler, "residual", OpKind::kGlue);
+      for (size_t i = 0; i < activations; ++i) x[i] += block.attention_out[i];
+    }
+    block.x_mid = x;
     block.normed.resize(activations);
     block.inv_rms.resize(static_cast<size_t>(tokens));
     block.ffn_out.resize(activations);
@@ -116,6 +114,7 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
       rmsnorm_forward(x.data(), block.norm_scale.value.data(), tokens, d, block.normed.data(),
                       block.inv_rms.data());
     }
+    auto span = profile(profiler, block.dense ? "mlp" : "moe", OpKind::kSpan);
     if (block.dense) {
       block.dense->forward(block.normed.data(), tokens, block.ffn_out.data());
     } else {
@@ -132,40 +131,65 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
     rmsnorm_forward(x.data(), final_norm.value.data(), tokens, d, final_normed.data(),
                     final_inv_rms.data());
   }
-  logits.resize(static_cast<size_t>(tokens * v));
-  output.forward(final_normed.data(), tokens, out_proj.value.data(), logits.data());
   // Softmax cross-entropy, a mean over the tokens of every rank:
-  // dlogits = (softmax - onehot) / global tokens.
+  // dlogits = (softmax - onehot) / global tokens. Computed in chunks of
+  // tokens (model_chunk_tokens), so a large vocabulary's logits for the whole
+  // batch are never held at once; with backward each chunk's output-layer
+  // gradients are taken right away.
   const bool parallel = comm_size(config.comm) > 1;
   int64_t global_tokens = tokens;
   if (parallel) config.comm->allreduce_sum(&global_tokens, 1);
   const T denominator = static_cast<T>(global_tokens);
+  const int64_t chunk = config.loss_chunk > 0 ? std::min(config.loss_chunk, tokens)
+                                             : loss_chunk_tokens(v, tokens);
+  logits.resize(static_cast<size_t>(chunk * v));
   dlogits.resize(logits.size());
+  if (backward) dfinal.resize(activations);
+  if (backward && chunk < tokens) out_proj_grad_part.resize(out_proj.grad.size());
   double loss_sum = 0;
-  {
-    auto scope = profile(profiler, "cross_entropy", OpKind::kGlue);
-#pragma omp parallel for schedule(static) reduction(+ : loss_sum) if (tokens * v >= (1 << 22))
-    for (int64_t t = 0; t < tokens; ++t) {
-      const T* z = logits.data() + t * v;
-      T peak = z[0];
-      for (int64_t i = 1; i < v; ++i) peak = std::max(peak, z[i]);
-      T total = 0;
-      for (int64_t i = 0; i < v; ++i) total += std::exp(z[i] - peak);
-      const T log_total = std::log(total) + peak;
-      loss_sum += static_cast<double>(log_total - z[targets[t]]);
-      T* dz = dlogits.data() + t * v;
-      for (int64_t i = 0; i < v; ++i) dz[i] = std::exp(z[i] - log_total) / denominator;
-      dz[targets[t]] -= T(1) / denominator;
+  token_loss.resize(static_cast<size_t>(tokens));
+  for (int64_t t0 = 0; t0 < tokens; t0 += chunk) {
+    const int64_t rows = std::min(chunk, tokens - t0);
+    output.forward(final_normed.data() + t0 * d, rows, out_proj.value.data(), logits.data());
+    {
+      auto scope = profile(profiler, "cross_entropy", OpKind::kGlue);
+#pragma omp parallel for schedule(static) reduction(+ : loss_sum) if (rows * v >= (1 << 22))
+      for (int64_t t = 0; t < rows; ++t) {
+        const T* z = logits.data() + t * v;
+        T peak = z[0];
+        for (int64_t i = 1; i < v; ++i) peak = std::max(peak, z[i]);
+        T total = 0;
+        for (int64_t i = 0; i < v; ++i) total += std::exp(z[i] - peak);
+        const T log_total = std::log(total) + peak;
+        token_loss[t0 + t] = static_cast<double>(log_total - z[targets[t0 + t]]);
+        loss_sum += token_loss[t0 + t];
+        T* dz = dlogits.data() + t * v;
+        for (int64_t i = 0; i < v; ++i) dz[i] = std::exp(z[i] - log_total) / denominator;
+        dz[targets[t0 + t]] -= T(1) / denominator;
+      }
     }
+    if (!backward) continue;
+    const T* x_rows = final_normed.data() + t0 * d;
+    if (chunk == tokens) {
+      output.grad_rhs(x_rows, dlogits.data(), rows, out_proj.grad.data());
+    } else {
+      output.grad_rhs(x_rows, dlogits.data(), rows, out_proj_grad_part.data());
+      auto scope = profile(profiler, "output/add_grad", OpKind::kGlue);
+      if (t0 == 0) {
+        std::copy(out_proj_grad_part.begin(), out_proj_grad_part.end(), out_proj.grad.begin());
+      } else {
+        for (size_t i = 0; i < out_proj_grad_part.size(); ++i) {
+          out_proj.grad[i] += out_proj_grad_part[i];
+        }
+      }
+    }
+    output.grad_lhs(dlogits.data(), rows, out_proj.value.data(), dfinal.data() + t0 * d);
   }
   if (parallel) config.comm->allreduce_sum(&loss_sum, 1);
   parts.cross_entropy = loss_sum / static_cast<double>(global_tokens);
   parts.total = parts.cross_entropy + config.moe.router.load_balance_loss_weight * parts.aux_loss;
   if (!backward) return parts;
 
-  dfinal.resize(activations);
-  output.grad_rhs(final_normed.data(), dlogits.data(), tokens, out_proj.grad.data());
-  output.grad_lhs(dlogits.data(), tokens, out_proj.value.data(), dfinal.data());
   dx.assign(activations, T(0));
   {
     auto scope = profile(profiler, "rmsnorm_bwd", OpKind::kGlue);
@@ -174,16 +198,30 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
   }
   for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
     Block& block = *it;
-    // x_out = x_in + ffn(norm(x_in)): dx passes through and gains the branch.
+    // x_out = x_mid + ffn(norm(x_mid)): dx passes through and gains the branch.
     block.dnormed.assign(activations, T(0));
-    if (block.dense) {
-      block.dense->backward(dx.data(), block.dnormed.data());
-    } else {
-      block.moe->backward(dx.data(), block.dnormed.data());
+    {
+      auto span = profile(profiler, block.dense ? "mlp_bwd" : "moe_bwd", OpKind::kSpan);
+      if (block.dense) {
+        block.dense->backward(dx.data(), block.dnormed.data());
+      } else {
+        block.moe->backward(dx.data(), block.dnormed.data());
+      }
     }
-    auto scope = profile(profiler, "rmsnorm_bwd", OpKind::kGlue);
-    rmsnorm_backward(block.x_in.data(), block.norm_scale.value.data(), block.inv_rms.data(),
-                     block.dnormed.data(), tokens, d, dx.data(), block.norm_scale.grad.data());
+    {
+      auto scope = profile(profiler, "rmsnorm_bwd", OpKind::kGlue);
+      rmsnorm_backward(block.x_mid.data(), block.norm_scale.value.data(), block.inv_rms.data(),
+                       block.dnormed.data(), tokens, d, dx.data(), block.norm_scale.grad.data());
+    }
+    if (!block.attention) continue;
+    // x_mid = x_in + attention(norm(x_in)).
+    auto span = profile(profiler, "attention_bwd", OpKind::kSpan);
+    block.dattention_normed.assign(activations, T(0));
+    block.attention->backward(dx.data(), block.dattention_normed.data());
+    auto scope = profile(profiler, "attention/norm_bwd", OpKind::kAttention);
+    rmsnorm_backward(block.x_in.data(), block.attention_norm_scale.value.data(),
+                     block.attention_inv_rms.data(), block.dattention_normed.data(), tokens, d,
+                     dx.data(), block.attention_norm_scale.grad.data());
   }
   {
     auto scope = profile(profiler, "embed_bwd", OpKind::kGlue);
@@ -234,6 +272,11 @@ void Model<T>::init(uint64_t seed) {
   Impl& m = *impl_;
   moe::init_normal(m.embed, seed, 1.0);
   for (auto& block : m.blocks) {
+    if (block.attention) {
+      std::fill(block.attention_norm_scale.value.begin(), block.attention_norm_scale.value.end(),
+                T(1));
+      block.attention->init(seed);
+    }
     std::fill(block.norm_scale.value.begin(), block.norm_scale.value.end(), T(1));
     if (block.dense) block.dense->init(seed);
     if (block.moe) block.moe->init(seed);
@@ -261,6 +304,11 @@ template <class T>
 std::vector<moe::Param<T>*> Model<T>::params_of(Impl& m) {
   std::vector<moe::Param<T>*> out = {&m.embed};
   for (auto& block : m.blocks) {
+    if (block.attention) {
+      out.push_back(&block.attention_norm_scale);
+      auto attention = block.attention->params();
+      out.insert(out.end(), attention.begin(), attention.end());
+    }
     out.push_back(&block.norm_scale);
     auto inner = block.dense ? block.dense->params() : block.moe->params();
     out.insert(out.end(), inner.begin(), inner.end());
@@ -268,6 +316,11 @@ std::vector<moe::Param<T>*> Model<T>::params_of(Impl& m) {
   out.push_back(&m.final_norm);
   out.push_back(&m.out_proj);
   return out;
+}
+
+template <class T>
+const std::vector<double>& Model<T>::token_losses() const {
+  return impl_->token_loss;
 }
 
 template <class T>

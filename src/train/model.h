@@ -1,5 +1,6 @@
 // The model the trainer trains: token embedding, decoder blocks of
-// [RMSNorm, MoE (routed + shared) or dense MLP, residual], final RMSNorm,
+// [RMSNorm, causal self-attention, residual, RMSNorm, MoE (routed + shared)
+// or dense MLP, residual] (attention optional), final RMSNorm,
 // output projection, mean next-token cross-entropy (+ weighted load-balancing
 // losses). A template over the scalar: double runs every matmul naively and
 // is the finite-difference oracle of the model test.
@@ -7,11 +8,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include "model/attention.h"
 #include "raggemm/comm.h"
 #include "raggemm/moe.h"
 #include "raggemm/profiler.h"
+#include "raggemm/train.h"
 
 namespace raggemm::train {
 
@@ -20,6 +24,17 @@ struct ModelConfig {
   int64_t num_layers = 0;
   int64_t dense_layers = 0;  // the first dense_layers blocks use a dense MLP
   moe::MoeConfig moe;        // embed_dim, mlp_dim, routing, matmul settings
+  // Hidden size of the dense layers (base_mlp_dim); moe.mlp_dim is the
+  // experts' (base_moe_mlp_dim). 0: moe.mlp_dim.
+  int64_t dense_mlp_dim = 0;
+  // Self-attention in every block; unset: blocks without attention.
+  std::optional<model::AttentionConfig> attention;
+  // Tokens per sequence: a call's tokens are whole sequences of this length
+  // one after another (attention sees only its own sequence). 0: one
+  // sequence of all the call's tokens.
+  int64_t seq_len = 0;
+  // Tokens per chunk of the loss (tests); 0: loss_chunk_tokens().
+  int64_t loss_chunk = 0;
   // Expert parallelism (P > 1 ranks; null = one process): the MoE layers
   // shard their experts; losses are means over every rank's tokens and
   // loss_and_grad returns the global batch's gradient on every rank (shared
@@ -44,6 +59,8 @@ class Model {
   // Forward and backward: every parameter's grad is overwritten.
   LossParts loss_and_grad(const int32_t* inputs, const int32_t* targets, int64_t tokens);
   std::vector<moe::Param<T>*> params();
+  // Each token's cross-entropy (nats) from the last loss call, this rank's.
+  const std::vector<double>& token_losses() const;
   // The MoE layers, for routing statistics and the selection-bias update.
   std::vector<moe::MoeLayer<T>*> moe_layers();
 
@@ -52,6 +69,15 @@ class Model {
   static std::vector<moe::Param<T>*> params_of(Impl& impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// The loss is computed over chunks of tokens whose logits take at most
+// kLossChunkFloats floats (64 MiB; a 256-token vocabulary: 65536 tokens, one
+// chunk for any batch here; deepseek3's 129280: 129 tokens).
+inline constexpr int64_t kLossChunkFloats = int64_t{1} << 24;
+int64_t loss_chunk_tokens(int64_t vocab, int64_t tokens);
+
+// The attention of a resolved config (attention_type=none: unset).
+std::optional<model::AttentionConfig> attention_config(const TrainConfig& config);
 
 extern template class Model<float>;
 extern template class Model<double>;

@@ -16,6 +16,9 @@ void check_allocation_sizes(const TrainConfig& c, int64_t limit_bytes) {
   const SizeFactor vocab{"vocab_size", c.vocab_size};
   const SizeFactor embed{"base_emb_dim", c.base_emb_dim};
   const SizeFactor mlp{"base_mlp_dim", c.base_mlp_dim};
+  // The experts' hidden size: base_moe_mlp_dim where it is set.
+  const SizeFactor expert_mlp{c.moe.mlp_dim == c.base_mlp_dim ? "base_mlp_dim" : "base_moe_mlp_dim",
+                              c.moe.mlp_dim};
   const SizeFactor layers{"base_num_decoder_layers", c.base_num_decoder_layers};
   const SizeFactor experts{"num_experts", c.moe.router.num_experts};
   const SizeFactor top_k{"num_experts_per_tok", c.moe.router.top_k};
@@ -43,13 +46,14 @@ void check_allocation_sizes(const TrainConfig& c, int64_t limit_bytes) {
       {"the routed tokens received under expert parallelism",
        {processes, batch, length, top_k, embed},
        f32},
-      {"the expert hidden activations", {processes, batch, length, top_k, gate_up, mlp}, f32},
-      {"an expert weight [num_experts, base_emb_dim, base_mlp_dim]",
-       {experts, gate_up, embed, mlp},
+      {"the expert hidden activations", {processes, batch, length, top_k, gate_up, expert_mlp}, f32},
+      {"an expert weight [num_experts, base_emb_dim, expert hidden size]",
+       {experts, gate_up, embed, expert_mlp},
        f32},
-      {"the shared experts' weight", {shared, embed, mlp}, f32},
-      {"the shared experts' hidden activations", {batch, length, shared, mlp}, f32},
-      {"the expert weights of all layers", {layers, experts, embed, mlp}, f32},
+      {"the shared experts' weight", {shared, embed, expert_mlp}, f32},
+      {"the shared experts' hidden activations", {batch, length, shared, expert_mlp}, f32},
+      {"a dense layer's weight", {embed, mlp}, f32},
+      {"the expert weights of all layers", {layers, experts, embed, expert_mlp}, f32},
   };
   for (const Allocation& a : allocations) {
     require_allocatable(a.what, a.factors, a.element_bytes, limit_bytes);

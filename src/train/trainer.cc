@@ -25,7 +25,9 @@
 #include "raggemm/temp_files.h"
 #include "raggemm/train.h"
 #include "train/checkpoint.h"
+#include "train/size_checks.h"
 #include "train/data.h"
+#include "train/memory_estimate.h"
 #include "train/model.h"
 #include "train/optimizer.h"
 #include "tune/autotune.h"
@@ -40,7 +42,7 @@ std::string format(const char* pattern, double a) {
 }
 
 nlohmann::json to_json(const StepMetrics& m) {
-  return {{"step", m.step},
+  nlohmann::json out = {{"step", m.step},
           {"loss", m.loss},
           {"aux_loss", m.aux_loss},
           {"learning_rate", m.learning_rate},
@@ -52,12 +54,18 @@ nlohmann::json to_json(const StepMetrics& m) {
           {"expert_gmm_time_share", m.expert_gmm_time_share},
           {"dense_gmm_time_share", m.dense_gmm_time_share},
           {"glue_time_share", m.glue_time_share},
+          {"attention_time_share", m.attention_time_share},
           {"optimizer_time_share", m.optimizer_time_share},
           {"data_time_share", m.data_time_share},
           {"comm_time_share", m.comm_time_share},
           {"max_expert_load", m.max_expert_load},
           {"dropped_tokens", m.dropped_tokens}};
+  if (!std::isnan(m.eval_loss)) out["eval_loss"] = m.eval_loss;
+  return out;
 }
+
+// Far past any training step: eval batches are never trained on.
+constexpr int64_t kEvalBatchOffset = int64_t{1} << 40;
 
 std::string log_line(const StepMetrics& m, int64_t steps, double floor) {
   char text[512];
@@ -65,11 +73,11 @@ std::string log_line(const StepMetrics& m, int64_t steps, double floor) {
       text, sizeof(text),
       "step %5lld/%lld  loss %.4f (floor %.4f)  aux %.4f  lr %.2e | %.3f s  %7.0f tok/s"
       " | gmm %6.1f GFLOP/s, %4.1f%% of step (experts %4.1f%%, dense %4.1f%%, glue %4.1f%%,"
-      " optimizer %4.1f%%)%s",
+      " optimizer %4.1f%%) | attention %4.1f%%%s",
       static_cast<long long>(m.step), static_cast<long long>(steps), m.loss, floor, m.aux_loss,
       m.learning_rate, m.step_time_s, m.tokens_per_s, m.gmm_gflops, 100 * m.gmm_time_share,
       100 * m.expert_gmm_time_share, 100 * m.dense_gmm_time_share, 100 * m.glue_time_share,
-      100 * m.optimizer_time_share,
+      100 * m.optimizer_time_share, 100 * m.attention_time_share,
       m.dropped_tokens > 0 ? (" | dropped " + std::to_string(m.dropped_tokens)).c_str() : "");
   return text;
 }
@@ -248,6 +256,20 @@ void remove_stale_temp_files_of_run(const std::string& run_dir, const std::strin
   });
 }
 
+std::string describe_attention(const TrainConfig& c) {
+  if (c.attention_type == "none") return "none";
+  std::ostringstream out;
+  out << c.attention_type << " " << c.base_num_query_heads << " heads";
+  if (c.attention_type == "mla") {
+    out << " (q_lora " << c.q_lora_rank << ", kv_lora " << c.kv_lora_rank << ", qk "
+        << c.qk_nope_head_dim << "+" << c.qk_rope_head_dim << ", v " << c.v_head_dim << ")";
+  } else {
+    out << " (" << c.base_num_kv_heads << " kv, head_dim " << c.head_dim << ")";
+  }
+  out << ", rope " << c.rope_type;
+  return out.str();
+}
+
 }  // namespace
 
 void check_launch(const TrainConfig& config, const Communicator* comm) {
@@ -275,6 +297,11 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
   std::ostream& log = rank == 0 ? main_log : null_log;
   const std::string shard = shard_name(rank, ranks);
 
+  // Before anything is allocated (the data, the model) or written, on every
+  // rank: first each tensor alone (naming the keys that size it), then the
+  // whole run's estimate.
+  check_allocation_sizes(config);
+  check_memory(config, machine_memory_bytes());
   TrainResult result;
   result.run_dir = config.run_dir();
   prepare_run_folder(result.run_dir, config);
@@ -314,6 +341,9 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
   model_config.num_layers = config.base_num_decoder_layers;
   model_config.dense_layers = config.first_num_dense_layers;
   model_config.moe = config.moe;
+  model_config.dense_mlp_dim = config.base_mlp_dim;
+  model_config.attention = attention_config(config);
+  model_config.seq_len = config.max_target_length;
   model_config.comm = comm;
   Model<float> model(model_config, &profiler);
   model.init(config.seed);
@@ -322,9 +352,10 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
   int64_t parameter_count = 0;
   for (auto* p : model.params()) parameter_count += p->size();
   log << "run " << result.run_dir << ": " << data->describe() << "\n"
-      << "model: " << config.base_num_decoder_layers << " layers (" << config.first_num_dense_layers
-      << " dense), embed " << config.base_emb_dim << ", mlp " << config.base_mlp_dim << ", "
-      << config.moe.router.num_experts << " experts top-" << config.moe.router.top_k << ", "
+      << "model " << config.model_name << ": " << config.base_num_decoder_layers << " layers ("
+      << config.first_num_dense_layers << " dense), embed " << config.base_emb_dim << ", mlp "
+      << config.base_mlp_dim << " (experts " << config.moe.mlp_dim << "), attention "
+      << describe_attention(config) << ", " << config.moe.router.num_experts << " experts top-" << config.moe.router.top_k << ", "
       << config.moe.shared_experts << " shared; " << parameter_count << " parameters"
       << (ranks > 1 ? " on rank 0" : "") << "; " << config.global_tokens_per_step()
       << " tokens/step; dtype " << dtype_name(config.moe.dtype) << ", weights "
@@ -341,6 +372,12 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
       config.base_num_decoder_layers > config.first_num_dense_layers) {
     log << "kernels: " << config.kernel_selection << "\n";
     describe_plans(config, log);
+  }
+  {
+    const MemoryEstimate estimate = estimate_memory(config);
+    log << "memory estimate: " << format("%.2f", estimate.total_bytes() / (1 << 30))
+        << " GiB per process (machine " << format("%.1f", machine_memory_bytes() / (1 << 30))
+        << " GiB)\n";
   }
   log << "loss floor (entropy rate of the data): " << format("%.4f", result.loss_floor)
       << " nats/token\n";
@@ -379,7 +416,32 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
     metrics.open(metrics_path, std::ios::app);
   }
 
+  auto save = [&](int64_t step) {
+    auto scope = profile(&profiler, "checkpoint", OpKind::kSpan);
+    CheckpointData saved;
+    saved.step = step;
+    saved.updates = optimizer.update_count();
+    saved.shard = shard;
+    for (auto* p : model.params()) saved.blobs["param/" + p->name] = p->value;
+    for (auto& [name, blob] : optimizer.state()) saved.blobs[name] = *blob;
+    save_checkpoint(checkpoint_path(result.run_dir, step, shard), saved);
+    profiler.take_totals();  // checkpoint time belongs to no step
+  };
+  // save_checkpoint_on_start: the initial parameters, as step 0 (a fresh run only).
+  if (config.enable_checkpointing && config.save_checkpoint_on_start && start == 0) save(0);
+
   const int64_t tokens = config.tokens_per_step();
+  // Held-out batches: indices no training step reads (steps count from 0).
+  auto evaluate = [&]() {
+    auto scope = profile(&profiler, "eval", OpKind::kSpan);
+    double sum = 0;
+    for (int64_t i = 0; i < config.eval_steps; ++i) {
+      const Batch batch = data->batch(kEvalBatchOffset + i);
+      sum += model.loss(batch.inputs.data(), batch.targets.data(), tokens).cross_entropy;
+    }
+    profiler.take_totals();  // eval time belongs to no step
+    return sum / static_cast<double>(config.eval_steps);
+  };
   const int64_t global_tokens = config.global_tokens_per_step();
   for (int64_t step = start + 1; step <= config.steps; ++step) {
     const auto begin = std::chrono::steady_clock::now();
@@ -430,6 +492,7 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
     m.expert_gmm_time_share = expert_s / seconds;
     m.dense_gmm_time_share = dense_s / seconds;
     m.glue_time_share = totals.seconds_of(OpKind::kGlue) / seconds;
+    m.attention_time_share = totals.seconds_of(OpKind::kAttention) / seconds;
     m.optimizer_time_share = totals.seconds_of(OpKind::kOptimizer) / seconds;
     m.data_time_share = totals.seconds_of(OpKind::kData) / seconds;
     for (auto* layer : model.moe_layers()) m.dropped_tokens += layer->routing().dropped;
@@ -438,8 +501,11 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
         m.max_expert_load = std::max<int64_t>(m.max_expert_load, size);
       }
     }
+    if (config.eval_interval > 0 && step % config.eval_interval == 0) m.eval_loss = evaluate();
     log << log_line(m, config.steps, result.loss_floor)
-        << (comm ? " | comm " + format("%4.1f", 100 * m.comm_time_share) + "%" : "") << std::endl;
+        << (comm ? " | comm " + format("%4.1f", 100 * m.comm_time_share) + "%" : "")
+        << (std::isnan(m.eval_loss) ? "" : " | eval loss " + format("%.4f", m.eval_loss))
+        << std::endl;
     if (rank == 0) {
       metrics << to_json(m).dump() << "\n";
       metrics.flush();
@@ -448,16 +514,7 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
 
     if (config.enable_checkpointing &&
         (step % config.checkpoint_period == 0 || step == config.steps)) {
-      auto scope = profile(&profiler, "checkpoint", OpKind::kSpan);
-      CheckpointData saved;
-      saved.step = step;
-      saved.updates = optimizer.update_count();
-      saved.shard = shard;
-      for (auto* p : model.params()) saved.blobs["param/" + p->name] = p->value;
-      for (auto& [name, blob] : optimizer.state()) saved.blobs[name] = *blob;
-      const std::string path = checkpoint_path(result.run_dir, step, shard);
-      save_checkpoint(path, saved);
-      profiler.take_totals();  // checkpoint time belongs to no step
+      save(step);
     }
   }
 
@@ -469,7 +526,8 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
     log << "trace: " << trace << " (" << profiler.event_count() << " events)\n";
   }
   if (!result.steps.empty()) {
-    double time = 0, share = 0, expert_share = 0, glue = 0, gflops = 0, comm_share = 0;
+    double time = 0, share = 0, expert_share = 0, glue = 0, gflops = 0, comm_share = 0,
+           attention = 0;
     // Step 1 pays one-time allocations; the summary averages the rest.
     const size_t first = result.steps.size() > 1 ? 1 : 0;
     for (size_t i = first; i < result.steps.size(); ++i) {
@@ -477,6 +535,7 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
       share += result.steps[i].gmm_time_share;
       expert_share += result.steps[i].expert_gmm_time_share;
       glue += result.steps[i].glue_time_share;
+      attention += result.steps[i].attention_time_share;
       gflops += result.steps[i].gmm_gflops;
       comm_share += result.steps[i].comm_time_share;
     }
@@ -489,7 +548,8 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
         << format("%.0f", static_cast<double>(global_tokens) * n / time) << " tok/s, GMM "
         << format("%.1f", gflops / n) << " GFLOP/s, GMM share " << format("%.1f", 100 * share / n)
         << "% (experts " << format("%.1f", 100 * expert_share / n) << "%, glue "
-        << format("%.1f", 100 * glue / n) << "%)"
+        << format("%.1f", 100 * glue / n) << "%), attention "
+        << format("%.1f", 100 * attention / n) << "% of step"
         << (comm ? "; communication " + format("%.1f", 100 * comm_share / n) + "% of step" : "")
         << "\n";
   }

@@ -12,8 +12,40 @@
 namespace raggemm::train {
 namespace {
 
-ModelConfig tiny_model(bool fused) {
+// A model case: fused gate|up or not, and the blocks' attention.
+struct ModelCase {
+  const char* name;
+  bool fused;
+  const char* attention;  // "", "gqa", "mla"
+};
+
+void PrintTo(const ModelCase& c, std::ostream* os) { *os << c.name; }
+
+ModelConfig tiny_model(const ModelCase& c) {
   ModelConfig config;
+  const bool fused = c.fused;
+  if (std::string(c.attention) == "gqa") {
+    model::AttentionConfig a;
+    a.type = model::AttentionType::kGqa;
+    a.embed_dim = 6;
+    a.num_query_heads = 2;
+    a.num_kv_heads = 1;
+    a.head_dim = 4;
+    config.attention = a;
+  } else if (std::string(c.attention) == "mla") {
+    model::AttentionConfig a;
+    a.type = model::AttentionType::kMla;
+    a.embed_dim = 6;
+    a.num_query_heads = 2;
+    a.q_lora_rank = 3;
+    a.kv_lora_rank = 3;
+    a.qk_nope_head_dim = 2;
+    a.qk_rope_head_dim = 2;
+    a.v_head_dim = 3;
+    a.rope.type = model::RopeType::kYarn;
+    config.attention = a;
+  }
+  config.seq_len = 4;  // the 8 tokens are two sequences
   config.vocab_size = 11;
   config.num_layers = 3;
   config.dense_layers = 1;
@@ -30,7 +62,7 @@ ModelConfig tiny_model(bool fused) {
 const std::vector<int32_t> kInputs = {1, 4, 4, 9, 0, 10, 3, 7};
 const std::vector<int32_t> kTargets = {4, 4, 9, 0, 10, 3, 7, 2};
 
-class ModelGradientTest : public ::testing::TestWithParam<bool> {};
+class ModelGradientTest : public ::testing::TestWithParam<ModelCase> {};
 
 TEST_P(ModelGradientTest, F64MatchesFiniteDifferences) {
   Model<double> model(tiny_model(GetParam()), nullptr);
@@ -70,8 +102,33 @@ TEST_P(ModelGradientTest, F32OpsMatchF64) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(GateUp, ModelGradientTest, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "fused" : "separate"; });
+// The loss in chunks of 3 tokens (the last one ragged) gives the loss and
+// gradients of one chunk.
+TEST(ModelChunkedLossTest, ChunksMatchOneChunk) {
+  ModelConfig config = tiny_model(ModelCase{"gqa", false, "gqa"});
+  Model<double> whole(config, nullptr);
+  whole.init(9);
+  config.loss_chunk = 3;
+  Model<double> chunked(config, nullptr);
+  chunked.init(9);
+  const int64_t tokens = static_cast<int64_t>(kInputs.size());
+  const LossParts a = whole.loss_and_grad(kInputs.data(), kTargets.data(), tokens);
+  const LossParts b = chunked.loss_and_grad(kInputs.data(), kTargets.data(), tokens);
+  EXPECT_NEAR(a.total, b.total, 1e-12);
+  for (size_t i = 0; i < whole.params().size(); ++i) {
+    EXPECT_LT(moe::testing::relative_frobenius(whole.params()[i]->grad, chunked.params()[i]->grad),
+              1e-12)
+        << whole.params()[i]->name;
+  }
+  EXPECT_NEAR(chunked.loss(kInputs.data(), kTargets.data(), tokens).total, a.total, 1e-12);
+}
+
+INSTANTIATE_TEST_SUITE_P(GateUp, ModelGradientTest,
+                         ::testing::Values(ModelCase{"separate", false, ""},
+                                           ModelCase{"fused", true, ""},
+                                           ModelCase{"gqa_attention", false, "gqa"},
+                                           ModelCase{"mla_attention", true, "mla"}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace raggemm::train

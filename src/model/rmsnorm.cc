@@ -1,0 +1,52 @@
+#include "model/rmsnorm.h"
+
+#include <cmath>
+
+// Serial on purpose, like the other glue loops (docs/moe_configuration.md:
+// under load an OpenMP region around a loop this size cost more than the loop).
+
+namespace raggemm::model {
+
+template <class T>
+void rmsnorm_forward(const T* x, const T* scale, int64_t rows, int64_t dim, T* y, T* inv_rms) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * dim;
+    T sum = 0;
+    for (int64_t i = 0; i < dim; ++i) sum += xr[i] * xr[i];
+    const T inv = T(1) / std::sqrt(sum / static_cast<T>(dim) + static_cast<T>(kNormEps));
+    inv_rms[r] = inv;
+    for (int64_t i = 0; i < dim; ++i) y[r * dim + i] = xr[i] * inv * scale[i];
+  }
+}
+
+template <class T>
+void rmsnorm_backward(const T* x, const T* scale, const T* inv_rms, const T* dy, int64_t rows,
+                      int64_t dim, T* dx, T* dscale) {
+  for (int64_t i = 0; i < dim; ++i) dscale[i] = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * dim;
+    const T* dyr = dy + r * dim;
+    const T inv = inv_rms[r];
+    for (int64_t i = 0; i < dim; ++i) dscale[i] += dyr[i] * xr[i] * inv;
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * dim;
+    const T* dyr = dy + r * dim;
+    const T inv = inv_rms[r];
+    T dot = 0;
+    for (int64_t i = 0; i < dim; ++i) dot += xr[i] * scale[i] * dyr[i];
+    const T coeff = dot * inv * inv * inv / static_cast<T>(dim);
+    T* dxr = dx + r * dim;
+    for (int64_t i = 0; i < dim; ++i) dxr[i] += inv * scale[i] * dyr[i] - xr[i] * coeff;
+  }
+}
+
+template void rmsnorm_forward<float>(const float*, const float*, int64_t, int64_t, float*, float*);
+template void rmsnorm_forward<double>(const double*, const double*, int64_t, int64_t, double*,
+                                      double*);
+template void rmsnorm_backward<float>(const float*, const float*, const float*, const float*,
+                                      int64_t, int64_t, float*, float*);
+template void rmsnorm_backward<double>(const double*, const double*, const double*, const double*,
+                                       int64_t, int64_t, double*, double*);
+
+}  // namespace raggemm::model
