@@ -2,9 +2,8 @@
 // refused by the memory check on a 24 GiB machine, naming the estimate and
 // the keys that shrink it; with the overrides that bring it to a few million
 // parameters it trains 5 steps through the CLI and its trace holds attention
-// and GMM events. (sparse_matmul, megablox and use_tokamax_gmm belong to
-// issue 19's branch and are left out until it lands; tokamax_gmm_autotune is
-// left out of the CLI run because tuning six shapes takes ~20 s.)
+// and GMM events. (tokamax_gmm_autotune is left out of the CLI run because
+// tuning six shapes takes ~20 s; the resolve test holds its meaning.)
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,14 +25,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The seed's keys, verbatim but for the three of issue 19, the gs:// output
-// directory (refused by name: see TrainConfigServices) and the profiler
-// (xplane is refused; trace is ours).
+// The seed's keys, verbatim but for the gs:// output directory (refused by
+// name: see ServicesAndSpellings), the profiler (xplane is refused; trace is
+// ours), the process count and tokamax_gmm_autotune (see above).
 std::vector<std::string> seed_arguments(const std::string& out_dir, int64_t length) {
   std::vector<std::string> args = {
       "run_name=darisoy-moe-train", "base_output_directory=" + out_dir,
       "model_name=deepseek3-671b", "dataset_type=synthetic", "steps=5",
       "enable_checkpointing=False", "enable_goodput_recording=False", "attention_type=mla",
+      "sparse_matmul=True", "megablox=True", "use_tokamax_gmm=True",
       "per_device_batch_size=2", "base_num_decoder_layers=1", "first_num_dense_layers=0",
       "shared_experts=1", "base_mlp_dim=2048", "profiler=trace", "override_model_config=True",
       "max_target_length=" + std::to_string(length), "ici_expert_parallelism=1",
@@ -58,7 +58,19 @@ const std::vector<std::string> kDownToMillions = {"base_emb_dim=64", "num_expert
                                                   "base_num_query_heads=4", "vocab_size=256"};
 
 TEST(SeedCommandTest, Deepseek3_671bRefusedByTheMemoryCheckOn24GiB) {
-  const TrainConfig config = resolve(parse_train_arguments(seed_arguments("runs", 4096)));
+  std::vector<std::string> seed = seed_arguments("runs", 4096);
+  seed.push_back("tokamax_gmm_autotune=True");
+  const TrainConfig config = resolve(parse_train_arguments(seed));
+  EXPECT_TRUE(config.moe.use_tune_cache);  // tokamax_gmm_autotune is gmm_autotune
+  EXPECT_TRUE(config.moe.sparse_matmul);
+  // use_tokamax_gmm wins over megablox (MaxText's precedence): the passes
+  // follow use_gmm_v2 (auto), not megablox's v1.
+  EXPECT_EQ(config.kernel_selection.find("megablox=true"), std::string::npos)
+      << config.kernel_selection;
+  EXPECT_NE(config.kernel_selection.find("fwd auto (use_gmm_v2=auto"), std::string::npos)
+      << config.kernel_selection;
+  EXPECT_NE(config.kernel_selection.find("wins over megablox"), std::string::npos)
+      << config.kernel_selection;
   EXPECT_EQ(config.base_emb_dim, 7168);
   EXPECT_EQ(config.moe.router.num_experts, 256);
   EXPECT_EQ(config.weight_dtype, DType::kBF16);
