@@ -1,10 +1,7 @@
 #include "train/memory_estimate.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 #include <utility>
 
@@ -100,17 +97,6 @@ MemoryEstimate estimate_memory(const TrainConfig& c) {
   }
   if (adam) e.shrinking_keys.push_back("opt_type=sgd");
   return e;
-}
-
-double machine_memory_bytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string name;
-  double kib = 0;
-  std::string unit;
-  while (meminfo >> name >> kib >> unit) {
-    if (name == "MemTotal:") return kib * 1024;
-  }
-  return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
 }
 
 void check_memory(const TrainConfig& config, double available) {

@@ -27,9 +27,6 @@ struct MemoryEstimate {
 
 MemoryEstimate estimate_memory(const TrainConfig& config);
 
-// Physical memory of this machine in bytes (/proc/meminfo MemTotal, else sysconf).
-double machine_memory_bytes();
-
 // Throws Error (key "memory") naming the estimate, the machine's memory and
 // the keys that shrink it when the estimate exceeds `available` bytes.
 void check_memory(const TrainConfig& config, double available);

@@ -17,6 +17,7 @@
 #include <streambuf>
 
 #include "moe/plans.h"
+#include "raggemm/allocation_limits.h"
 #include "raggemm/comm.h"
 #include "raggemm/diagnostics.h"
 #include "raggemm/error.h"
@@ -301,7 +302,8 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
   // rank: first each tensor alone (naming the keys that size it), then the
   // whole run's estimate.
   check_allocation_sizes(config);
-  check_memory(config, machine_memory_bytes());
+  const int64_t machine_memory = physical_memory_bytes();  // 0: unknown, no bound
+  if (machine_memory > 0) check_memory(config, static_cast<double>(machine_memory));
   TrainResult result;
   result.run_dir = config.run_dir();
   prepare_run_folder(result.run_dir, config);
@@ -376,7 +378,7 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
   {
     const MemoryEstimate estimate = estimate_memory(config);
     log << "memory estimate: " << format("%.2f", estimate.total_bytes() / (1 << 30))
-        << " GiB per process (machine " << format("%.1f", machine_memory_bytes() / (1 << 30))
+        << " GiB per process (machine " << format("%.1f", static_cast<double>(machine_memory) / (1 << 30))
         << " GiB)\n";
   }
   log << "loss floor (entropy rate of the data): " << format("%.4f", result.loss_floor)
