@@ -175,6 +175,10 @@ class MoeLayer {
   MoeLayer(MoeLayer&&) noexcept;
 
   const MoeConfig& config() const;
+  // The other mesh axes whose ranks hold other tokens (data, fsdp): the
+  // load-balancing statistics and the loads are summed over them too, so
+  // they stay the global batch's. Not owned; null entries are skipped.
+  void set_batch_comms(std::vector<Communicator*> comms);
   void init(uint64_t seed);
   // x [tokens, embed] -> out [tokens, embed]; keeps what backward needs.
   void forward(const T* x, int64_t tokens, T* out);
