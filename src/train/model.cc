@@ -411,6 +411,18 @@ std::vector<moe::MoeLayer<T>*> Model<T>::moe_layers() {
   return out;
 }
 
+ModelConfig model_config_of(const TrainConfig& config) {
+  ModelConfig m;
+  m.vocab_size = config.vocab_size;
+  m.num_layers = config.base_num_decoder_layers;
+  m.dense_layers = config.first_num_dense_layers;
+  m.moe = config.moe;
+  m.dense_mlp_dim = config.base_mlp_dim;
+  m.attention = attention_config(config);
+  m.seq_len = config.max_target_length;
+  return m;
+}
+
 template class Model<float>;
 template class Model<double>;
 

@@ -366,14 +366,7 @@ TrainResult run_training(const TrainConfig& launch_config, std::ostream& main_lo
   if (comm) comm->barrier();
   Profiler profiler(config.profiler == "trace");
   profiler.set_rank(rank);
-  ModelConfig model_config;
-  model_config.vocab_size = config.vocab_size;
-  model_config.num_layers = config.base_num_decoder_layers;
-  model_config.dense_layers = config.first_num_dense_layers;
-  model_config.moe = config.moe;
-  model_config.dense_mlp_dim = config.base_mlp_dim;
-  model_config.attention = attention_config(config);
-  model_config.seq_len = config.max_target_length;
+  ModelConfig model_config = model_config_of(config);
   model_config.comm = mesh.axis(MeshAxis::kExpert);
   model_config.batch_comms = {mesh.axis(MeshAxis::kData), mesh.axis(MeshAxis::kFsdp)};
   Model<float> model(model_config, &profiler);
