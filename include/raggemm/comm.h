@@ -1,4 +1,4 @@
-// The communicator expert parallelism runs on (docs/expert_parallelism.md):
+// The communicator expert parallelism runs on (docs/parallelism.md):
 // the collectives the MoE layer and the trainer need, on buffers of rows.
 //
 // Counts are in rows of `row_elems` elements, not in bytes, so a large

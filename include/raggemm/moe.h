@@ -19,7 +19,7 @@
 // shared experts. The layer is a template over the scalar type: float runs
 // the raggemm ops; double runs naive loops (the finite-difference oracle).
 //
-// Expert parallelism (docs/expert_parallelism.md): given a Communicator of
+// Expert parallelism (docs/parallelism.md): given a Communicator of
 // P > 1 ranks, the layer holds experts [rank * E/P, (rank + 1) * E/P) only
 // and exchanges rows with the other ranks, by all-to-all dispatch or, with
 // use_ring_of_experts, by all-gathering the tokens and reduce-scattering the

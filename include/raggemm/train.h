@@ -108,7 +108,7 @@ struct TrainConfig {
   int64_t eval_steps = 1;                 // held-out batches per evaluation
   std::string profiler;  // "" | trace
   bool allow_config_change_on_resume = false;
-  // Expert parallelism (docs/expert_parallelism.md): P processes, each with
+  // Expert parallelism (docs/parallelism.md): P processes, each with
   // num_experts / P experts and per_device_batch_size sequences of the
   // global batch of P * per_device_batch_size.
   int64_t ici_expert_parallelism = 1;

@@ -1,5 +1,5 @@
 // The MoE layer under expert parallelism: all-to-all dispatch and ring of
-// experts, forward and backward (docs/expert_parallelism.md).
+// experts, forward and backward (docs/parallelism.md).
 //
 // Gradient rule: every backward yields this rank's share of the gradient of
 // the global batch's loss. Expert weights only ever see rows on the rank

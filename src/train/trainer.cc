@@ -349,7 +349,7 @@ TrainResult run_training(const TrainConfig& launch_config, std::ostream& main_lo
     write_file_atomic(config_path, config.resolved_yaml.data(), config.resolved_yaml.size());
   }
 
-  // Rank r reads its slice of the global batch (docs/expert_parallelism.md).
+  // Rank r reads its slice of the global batch (docs/parallelism.md).
   const DataShard data_shard{rank * config.per_device_batch_size,
                              ranks * config.per_device_batch_size};
   std::unique_ptr<Dataset> data =
