@@ -34,7 +34,9 @@ std::string mesh_label(const MeshShape& m) {
 }
 
 // A small model with every kind of parameter: attention, a dense layer,
-// shared experts, routed experts, selection bias.
+// shared experts, routed experts (and, in a variant, the selection bias).
+// embed 33: the norms' 33 elements (and most tensors) do not split evenly
+// over 2 or 4 fsdp ranks, so the shards' padding is exercised.
 train::TrainConfig small_config(const std::string& dir, const std::string& run,
                                 const std::vector<std::string>& extra) {
   std::vector<std::string> args = {"base_output_directory=" + dir,
@@ -43,7 +45,7 @@ train::TrainConfig small_config(const std::string& dir, const std::string& run,
                                    "per_device_batch_size=2",
                                    "max_target_length=16",
                                    "vocab_size=64",
-                                   "base_emb_dim=32",
+                                   "base_emb_dim=33",
                                    "base_mlp_dim=32",
                                    "base_num_decoder_layers=3",
                                    "first_num_dense_layers=1",
@@ -106,16 +108,28 @@ FirstStep first_step(const train::TrainConfig& config, const Mesh& mesh, bool ke
   return out;
 }
 
+// The default routing and exchange, and the other one: the ring, sigmoid
+// scores with the selection bias (a parameter FSDP leaves whole), fused
+// gate|up.
+const std::vector<std::vector<std::string>> kVariants = {
+    {}, {"use_ring_of_experts=true", "routed_score_func=sigmoid", "routed_bias=true",
+         "fused_gate_up=true"}};
+
 TEST(MeshGradients, FirstStepMatchesOneProcessOnTheGlobalBatch) {
   for (const MeshShape& shape : meshes()) {
-    for (bool keep : {false, true}) {
+    for (size_t variant = 0; variant < 2 * kVariants.size(); ++variant) {
+      const bool keep = variant % 2 == 1;
+      const std::vector<std::string>& extra = kVariants[variant / 2];
       if (keep && shape.fsdp == 1) continue;
-      SCOPED_TRACE(shape.describe() + (keep ? " keep_gathered" : ""));
-      const train::TrainConfig config = small_config("/tmp", "unused", mesh_args(shape));
+      SCOPED_TRACE(shape.describe() + (keep ? " keep_gathered" : "") + " variant " +
+                   std::to_string(variant / 2));
+      std::vector<std::string> args = mesh_args(shape);
+      args.insert(args.end(), extra.begin(), extra.end());
+      const train::TrainConfig config = small_config("/tmp", "unused", args);
       const Mesh mesh(&world(), train::check_launch(config, &world()));
       const FirstStep parallel = first_step(config, mesh, keep);
-      std::vector<std::string> single_args = {
-          "per_device_batch_size=" + std::to_string(2 * world().size())};
+      std::vector<std::string> single_args = extra;
+      single_args.push_back("per_device_batch_size=" + std::to_string(2 * world().size()));
       const train::TrainConfig single_config = small_config("/tmp", "unused", single_args);
       const Mesh one(nullptr, MeshShape{});
       const FirstStep single = first_step(single_config, one, false);
@@ -142,18 +156,28 @@ TEST(MeshGradients, FirstStepMatchesOneProcessOnTheGlobalBatch) {
 TEST(MeshTraining, TwentyStepsMatchOneProcess) {
   const std::string dir = shared_temp_dir("mesh_train");
   for (const MeshShape& shape : meshes()) {
-    SCOPED_TRACE(shape.describe());
-    std::vector<std::string> args = mesh_args(shape);
-    args.push_back("steps=20");
+   for (size_t variant = 0; variant < kVariants.size(); ++variant) {
+    SCOPED_TRACE(shape.describe() + " variant " + std::to_string(variant));
+    const std::string label = mesh_label(shape) + "_v" + std::to_string(variant);
+    std::vector<std::string> args = kVariants[variant];
+    for (const char* a : {"steps=20", "eval_interval=10"}) args.push_back(a);
+    std::vector<std::string> single_args = args;
+    single_args.push_back("per_device_batch_size=" + std::to_string(2 * world().size()));
+    const std::vector<std::string> axes = mesh_args(shape);
+    args.insert(args.end(), axes.begin(), axes.end());
     std::ostringstream log;
     const train::TrainResult parallel =
-        train::run_training(small_config(dir, "m" + mesh_label(shape), args), log, &world());
+        train::run_training(small_config(dir, "m" + label, args), log, &world());
     const train::TrainResult single = train::run_training(
-        small_config(dir, "p1_" + mesh_label(shape) + "_rank" + std::to_string(world().rank()),
-                     {"steps=20", "per_device_batch_size=" + std::to_string(2 * world().size())}),
+        small_config(dir, "p1_" + label + "_rank" + std::to_string(world().rank()), single_args),
         log, nullptr);
     ASSERT_EQ(parallel.steps.size(), 20u);
     EXPECT_LT(max_relative(losses(parallel), losses(single)), 1e-4);
+    for (size_t i : {9, 19}) {
+      EXPECT_NEAR(parallel.steps[i].eval_loss, single.steps[i].eval_loss,
+                  1e-4 * single.steps[i].eval_loss);
+      EXPECT_EQ(parallel.steps[i].max_expert_load, single.steps[i].max_expert_load);
+    }
     for (const train::StepMetrics& m : parallel.steps) {
       EXPECT_NEAR(m.comm_time_share,
                   m.comm_dp_time_share + m.comm_fsdp_time_share + m.comm_ep_time_share, 1e-9);
@@ -165,6 +189,7 @@ TEST(MeshTraining, TwentyStepsMatchOneProcess) {
       EXPECT_NE(log.str().find("mesh " + shape.describe()), std::string::npos) << log.str();
       EXPECT_NE(log.str().find("(dp "), std::string::npos);
     }
+   }
   }
 }
 
