@@ -243,7 +243,7 @@ struct TrainResult {
 MeshShape check_launch(const TrainConfig& config, const Communicator* comm);
 
 // Runs (or resumes) a training; writes the run directory; prints one line
-// per step to `log`. With a communicator of P > 1 ranks (expert parallelism)
+// per step to `log`. With a communicator of P > 1 ranks (the mesh)
 // every rank calls it: rank r trains on sequences [r * B, (r + 1) * B) of
 // each global batch, rank 0 alone logs and writes config.yml and
 // metrics.jsonl, every rank writes its own checkpoint shard. Metrics are of

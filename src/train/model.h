@@ -47,7 +47,7 @@ struct ModelConfig {
   int64_t seq_len = 0;
   // Tokens per chunk of the loss (tests); 0: loss_chunk_tokens().
   int64_t loss_chunk = 0;
-  // Expert parallelism (P > 1 ranks; null = one process): the MoE layers
+  // The expert axis (P > 1 ranks; null = one process): the MoE layers
   // shard their experts; losses are means over every rank's tokens and
   // loss_and_grad returns the global batch's gradient on every rank (shared
   // parameters' shares summed over the ranks, expert shards complete).
