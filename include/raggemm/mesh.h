@@ -1,4 +1,4 @@
-// The mesh of processes (docs/parallelism.md): the MPI ranks arranged as
+// The mesh of processes (docs/parallelism.md; src/parallel/mesh.cc): the MPI ranks arranged as
 // data x fsdp x expert (MaxText's ici_data_parallelism,
 // ici_fsdp_parallelism, ici_expert_parallelism), with one communicator per
 // axis. The expert index varies fastest, so a pure expert-parallel mesh

@@ -60,14 +60,15 @@ int run_reshard(const std::vector<std::string>& args) {
   std::cout << "resharded step " << result.step << " of " << from << " from mesh "
             << result.from.describe() << " to " << result.to.describe() << ": " << result.files
             << " file(s) in " << to << ", per_device_batch_size=" << result.per_device_batch_size
-            << "\nresume with: " << (result.to.size() > 1
-                                         ? "mpirun -np " + std::to_string(result.to.size()) + " "
-                                         : std::string())
+            << "\nresume with: "
+            << (result.to.size() > 1 ? "mpirun -np " + std::to_string(result.to.size()) + " "
+                                     : std::string())
             << "raggemm train " << to << "/config.yml\n";
   return 0;
 }
 
-CommandRegistrar registrar("reshard", "rewrite a run's checkpoint for another mesh (dp x fsdp x ep)",
+CommandRegistrar registrar("reshard",
+                           "rewrite a run's checkpoint for another mesh (dp x fsdp x ep)",
                            run_reshard);
 
 }  // namespace

@@ -112,8 +112,7 @@ void ShardedParams::start_gather(size_t u) {
   if (unit.present || unit.pending || unit.slots.empty()) return;
   unit.send.resize(static_cast<size_t>(unit.chunk));
   for (const Slot& slot : unit.slots) {
-    std::copy(slot.shard->value.begin(), slot.shard->value.end(),
-              unit.send.begin() + slot.offset);
+    std::copy(slot.shard->value.begin(), slot.shard->value.end(), unit.send.begin() + slot.offset);
   }
   unit.gathered.resize(static_cast<size_t>(unit.chunk * ranks_));
   unit.pending =

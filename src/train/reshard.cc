@@ -101,8 +101,8 @@ ReshardResult reshard_run(const std::string& from_run_dir, const std::string& to
 
   // The target must be able to run this model on this data stream.
   const std::string keys = "ici_data_parallelism,ici_fsdp_parallelism,ici_expert_parallelism";
-  const std::string values = std::to_string(to.data) + "," + std::to_string(to.fsdp) + "," +
-                             std::to_string(to.expert);
+  const std::string values =
+      std::to_string(to.data) + "," + std::to_string(to.fsdp) + "," + std::to_string(to.expert);
   require(to.data >= 1 && to.fsdp >= 1 && to.expert >= 1, keys, values,
           "every axis of the target mesh must be >= 1");
   require(experts % to.expert == 0, keys, values,
@@ -111,10 +111,9 @@ ReshardResult reshard_run(const std::string& from_run_dir, const std::string& to
   const int64_t global_batch = config.per_device_batch_size * ranks;
   require(global_batch % to.size() == 0, keys, values,
           "the run's global batch of " + std::to_string(global_batch) +
-              " sequences (per_device_batch_size=" +
-              std::to_string(config.per_device_batch_size) + " x " + std::to_string(ranks) +
-              " processes) does not split over " + std::to_string(to.size()) +
-              " processes: the data stream would change");
+              " sequences (per_device_batch_size=" + std::to_string(config.per_device_batch_size) +
+              " x " + std::to_string(ranks) + " processes) does not split over " +
+              std::to_string(to.size()) + " processes: the data stream would change");
   require(config.moe.sparse_matmul || to.size() == 1, keys, values,
           "sparse_matmul=false runs on one process only");
   result.per_device_batch_size = global_batch / to.size();

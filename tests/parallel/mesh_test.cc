@@ -3,6 +3,8 @@
 // first-step loss and every gradient against one process on the same
 // global batch, 20-step losses, bitwise resume, resharding, memory, and
 // the mesh keys' errors.
+#include "raggemm/mesh.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -13,7 +15,6 @@
 
 #include "parallel/mpi_test_env.h"
 #include "raggemm/error.h"
-#include "raggemm/mesh.h"
 #include "raggemm/train.h"
 #include "train/data.h"
 #include "train/fsdp.h"
@@ -100,8 +101,9 @@ FirstStep first_step(const train::TrainConfig& config, const Mesh& mesh, bool ke
                                             train::DataShard{mesh.rank() * b, mesh.size() * b});
   const train::Batch batch = data->batch(0);
   FirstStep out;
-  out.loss = model.loss_and_grad(batch.inputs.data(), batch.targets.data(), config.tokens_per_step())
-                 .total;
+  out.loss =
+      model.loss_and_grad(batch.inputs.data(), batch.targets.data(), config.tokens_per_step())
+          .total;
   sharded.finish_gradients();
   out.grads = sharded.full_gradients();
   out.expert_params = sharded.expert_params();
@@ -112,8 +114,9 @@ FirstStep first_step(const train::TrainConfig& config, const Mesh& mesh, bool ke
 // scores with the selection bias (a parameter FSDP leaves whole), fused
 // gate|up.
 const std::vector<std::vector<std::string>> kVariants = {
-    {}, {"use_ring_of_experts=true", "routed_score_func=sigmoid", "routed_bias=true",
-         "fused_gate_up=true"}};
+    {},
+    {"use_ring_of_experts=true", "routed_score_func=sigmoid", "routed_bias=true",
+     "fused_gate_up=true"}};
 
 TEST(MeshGradients, FirstStepMatchesOneProcessOnTheGlobalBatch) {
   for (const MeshShape& shape : meshes()) {
@@ -156,40 +159,40 @@ TEST(MeshGradients, FirstStepMatchesOneProcessOnTheGlobalBatch) {
 TEST(MeshTraining, TwentyStepsMatchOneProcess) {
   const std::string dir = shared_temp_dir("mesh_train");
   for (const MeshShape& shape : meshes()) {
-   for (size_t variant = 0; variant < kVariants.size(); ++variant) {
-    SCOPED_TRACE(shape.describe() + " variant " + std::to_string(variant));
-    const std::string label = mesh_label(shape) + "_v" + std::to_string(variant);
-    std::vector<std::string> args = kVariants[variant];
-    for (const char* a : {"steps=20", "eval_interval=10"}) args.push_back(a);
-    std::vector<std::string> single_args = args;
-    single_args.push_back("per_device_batch_size=" + std::to_string(2 * world().size()));
-    const std::vector<std::string> axes = mesh_args(shape);
-    args.insert(args.end(), axes.begin(), axes.end());
-    std::ostringstream log;
-    const train::TrainResult parallel =
-        train::run_training(small_config(dir, "m" + label, args), log, &world());
-    const train::TrainResult single = train::run_training(
-        small_config(dir, "p1_" + label + "_rank" + std::to_string(world().rank()), single_args),
-        log, nullptr);
-    ASSERT_EQ(parallel.steps.size(), 20u);
-    EXPECT_LT(max_relative(losses(parallel), losses(single)), 1e-4);
-    for (size_t i : {9, 19}) {
-      EXPECT_NEAR(parallel.steps[i].eval_loss, single.steps[i].eval_loss,
-                  1e-4 * single.steps[i].eval_loss);
-      EXPECT_EQ(parallel.steps[i].max_expert_load, single.steps[i].max_expert_load);
+    for (size_t variant = 0; variant < kVariants.size(); ++variant) {
+      SCOPED_TRACE(shape.describe() + " variant " + std::to_string(variant));
+      const std::string label = mesh_label(shape) + "_v" + std::to_string(variant);
+      std::vector<std::string> args = kVariants[variant];
+      for (const char* a : {"steps=20", "eval_interval=10"}) args.push_back(a);
+      std::vector<std::string> single_args = args;
+      single_args.push_back("per_device_batch_size=" + std::to_string(2 * world().size()));
+      const std::vector<std::string> axes = mesh_args(shape);
+      args.insert(args.end(), axes.begin(), axes.end());
+      std::ostringstream log;
+      const train::TrainResult parallel =
+          train::run_training(small_config(dir, "m" + label, args), log, &world());
+      const train::TrainResult single = train::run_training(
+          small_config(dir, "p1_" + label + "_rank" + std::to_string(world().rank()), single_args),
+          log, nullptr);
+      ASSERT_EQ(parallel.steps.size(), 20u);
+      EXPECT_LT(max_relative(losses(parallel), losses(single)), 1e-4);
+      for (size_t i : {9, 19}) {
+        EXPECT_NEAR(parallel.steps[i].eval_loss, single.steps[i].eval_loss,
+                    1e-4 * single.steps[i].eval_loss);
+        EXPECT_EQ(parallel.steps[i].max_expert_load, single.steps[i].max_expert_load);
+      }
+      for (const train::StepMetrics& m : parallel.steps) {
+        EXPECT_NEAR(m.comm_time_share,
+                    m.comm_dp_time_share + m.comm_fsdp_time_share + m.comm_ep_time_share, 1e-9);
+        EXPECT_EQ(m.comm_dp_time_share > 0, shape.data > 1);
+        EXPECT_EQ(m.comm_fsdp_time_share > 0, shape.fsdp > 1);
+        EXPECT_EQ(m.comm_ep_time_share > 0, shape.expert > 1);
+      }
+      if (world().rank() == 0) {
+        EXPECT_NE(log.str().find("mesh " + shape.describe()), std::string::npos) << log.str();
+        EXPECT_NE(log.str().find("(dp "), std::string::npos);
+      }
     }
-    for (const train::StepMetrics& m : parallel.steps) {
-      EXPECT_NEAR(m.comm_time_share,
-                  m.comm_dp_time_share + m.comm_fsdp_time_share + m.comm_ep_time_share, 1e-9);
-      EXPECT_EQ(m.comm_dp_time_share > 0, shape.data > 1);
-      EXPECT_EQ(m.comm_fsdp_time_share > 0, shape.fsdp > 1);
-      EXPECT_EQ(m.comm_ep_time_share > 0, shape.expert > 1);
-    }
-    if (world().rank() == 0) {
-      EXPECT_NE(log.str().find("mesh " + shape.describe()), std::string::npos) << log.str();
-      EXPECT_NE(log.str().find("(dp "), std::string::npos);
-    }
-   }
   }
 }
 
@@ -221,10 +224,13 @@ TEST(MeshCheckpoint, ResumeOnTheSameMeshIsBitwise) {
     }
     // Another mesh of the same process count is refused (config.yml's
     // mesh keys differ: the resume check names them).
-    std::vector<std::string> other = {"ici_data_parallelism=1", "ici_fsdp_parallelism=1",
+    std::vector<std::string> other = {"ici_data_parallelism=1",
+                                      "ici_fsdp_parallelism=1",
                                       "ici_expert_parallelism=" + std::to_string(world().size()),
-                                      "enable_checkpointing=true", "checkpoint_period=2",
-                                      "learning_rate_schedule_steps=4", "weight_dtype=bf16"};
+                                      "enable_checkpointing=true",
+                                      "checkpoint_period=2",
+                                      "learning_rate_schedule_steps=4",
+                                      "weight_dtype=bf16"};
     EXPECT_THROW(train::run_training(small_config(dir, "resumed" + label, other), log, &world()),
                  Error);
   }
@@ -235,9 +241,9 @@ TEST(MeshCheckpoint, ResumeOnTheSameMeshIsBitwise) {
 TEST(MeshCheckpoint, ReshardToOneProcessContinuesTheLosses) {
   if (world().size() != 4) GTEST_SKIP() << "a (1,2,2) mesh needs 4 ranks";
   const std::string dir = shared_temp_dir("mesh_reshard");
-  std::vector<std::string> common = {"ici_data_parallelism=1", "ici_fsdp_parallelism=2",
+  std::vector<std::string> common = {"ici_data_parallelism=1",   "ici_fsdp_parallelism=2",
                                      "ici_expert_parallelism=2", "enable_checkpointing=true",
-                                     "checkpoint_period=2", "learning_rate_schedule_steps=4"};
+                                     "checkpoint_period=2",      "learning_rate_schedule_steps=4"};
   std::ostringstream log;
   const train::TrainResult straight =
       train::run_training(small_config(dir, "straight", common), log, &world());
@@ -288,15 +294,14 @@ TEST(MeshMemory, FsdpHoldsAQuarterOfTheNonExpertState) {
   const std::string dir = shared_temp_dir("mesh_memory");
   std::ostringstream log;
   const train::TrainResult fsdp = train::run_training(
-      small_config(dir, "fsdp4",
-                   {"ici_fsdp_parallelism=4", "steps=2", "weight_dtype=bf16"}),
-      log, &world());
-  const train::TrainResult one = train::run_training(
-      small_config(dir, "one_rank" + std::to_string(world().rank()),
-                   {"steps=2", "weight_dtype=bf16"}),
-      log, nullptr);
-  const double sharded = static_cast<double>(fsdp.non_expert_param_bytes +
-                                             fsdp.non_expert_optimizer_bytes);
+      small_config(dir, "fsdp4", {"ici_fsdp_parallelism=4", "steps=2", "weight_dtype=bf16"}), log,
+      &world());
+  const train::TrainResult one =
+      train::run_training(small_config(dir, "one_rank" + std::to_string(world().rank()),
+                                       {"steps=2", "weight_dtype=bf16"}),
+                          log, nullptr);
+  const double sharded =
+      static_cast<double>(fsdp.non_expert_param_bytes + fsdp.non_expert_optimizer_bytes);
   const double whole =
       static_cast<double>(one.non_expert_param_bytes + one.non_expert_optimizer_bytes);
   EXPECT_GT(whole, 0);
@@ -308,9 +313,10 @@ TEST(MeshMemory, FsdpHoldsAQuarterOfTheNonExpertState) {
       static_cast<double>(one.expert_param_bytes + one.expert_optimizer_bytes);
   EXPECT_LE(expert_sharded, 1.1 * expert_whole / 4);
   if (world().rank() == 0) {
-    std::printf("[ measure ] non-expert params + optimizer state per rank: (1,1,1) %.0f B, "
-                "(1,4,1) %.0f B (%.3f of a quarter); expert weights + state %.0f B -> %.0f B\n",
-                whole, sharded, sharded / (whole / 4), expert_whole, expert_sharded);
+    std::printf(
+        "[ measure ] non-expert params + optimizer state per rank: (1,1,1) %.0f B, "
+        "(1,4,1) %.0f B (%.3f of a quarter); expert weights + state %.0f B -> %.0f B\n",
+        whole, sharded, sharded / (whole / 4), expert_whole, expert_sharded);
   }
 }
 
@@ -327,9 +333,9 @@ TEST(MeshLaunch, AxesMustMultiplyToTheProcesses) {
   // -1 fills what is left.
   EXPECT_EQ(train::check_launch(small_config("/tmp", "u", {"ici_fsdp_parallelism=-1"}), &world()),
             (MeshShape{1, n, 1}));
-  EXPECT_EQ(train::check_launch(small_config("/tmp", "u", {"ici_data_parallelism=-1",
-                                                            "ici_expert_parallelism=2"}),
-                                &world()),
+  EXPECT_EQ(train::check_launch(
+                small_config("/tmp", "u", {"ici_data_parallelism=-1", "ici_expert_parallelism=2"}),
+                &world()),
             (MeshShape{n / 2, 1, 2}));
   // Two -1, a zero, an expert axis that does not divide the experts.
   try {
@@ -345,8 +351,8 @@ TEST(MeshLaunch, AxesMustMultiplyToTheProcesses) {
     EXPECT_EQ(e.argument(), "ici_fsdp_parallelism");
   }
   try {
-    train::check_launch(
-        small_config("/tmp", "u", {"ici_expert_parallelism=-1", "num_experts=3"}), &world());
+    train::check_launch(small_config("/tmp", "u", {"ici_expert_parallelism=-1", "num_experts=3"}),
+                        &world());
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.argument(), "num_experts");

@@ -43,9 +43,10 @@ MeshShape resolve_mesh_shape(int64_t data, int64_t fsdp, int64_t expert, int ran
     const int64_t v = shape[axis];
     require(v == -1 || v >= 1, keys, values,
             std::string("each axis must be a positive size or -1 (what the others leave); ") +
-                "ici_" + (axis == MeshAxis::kData   ? "data"
-                          : axis == MeshAxis::kFsdp ? "fsdp"
-                                                    : "expert") +
+                "ici_" +
+                (axis == MeshAxis::kData   ? "data"
+                 : axis == MeshAxis::kFsdp ? "fsdp"
+                                           : "expert") +
                 "_parallelism is " + std::to_string(v));
     if (v == -1) {
       ++fill;
