@@ -16,6 +16,7 @@
 #include "parallel/mpi_test_env.h"
 #include "raggemm/error.h"
 #include "raggemm/train.h"
+#include "train/checkpoint.h"
 #include "train/data.h"
 #include "train/fsdp.h"
 #include "train/model.h"
@@ -282,6 +283,56 @@ TEST(MeshCheckpoint, ReshardToOneProcessContinuesTheLosses) {
       EXPECT_NEAR(resumed.steps[i].loss, straight.steps[i + 2].loss,
                   1e-4 * straight.steps[i + 2].loss)
           << "step " << i + 3;
+    }
+  }
+  world().barrier();
+}
+
+// Pure expert parallelism's checkpoints from before the mesh (rank_R_of_P
+// files without mesh metadata) still resume on (1, 1, P), bitwise, and
+// reshard to one process.
+TEST(MeshCheckpoint, PureExpertParallelCheckpointsWithoutAMeshStillRead) {
+  if (world().size() != 2) GTEST_SKIP() << "written at P = 2";
+  const std::string dir = shared_temp_dir("mesh_legacy");
+  const std::vector<std::string> common = {"ici_expert_parallelism=2", "enable_checkpointing=true",
+                                           "checkpoint_period=2", "learning_rate_schedule_steps=4"};
+  std::ostringstream log;
+  const train::TrainResult straight =
+      train::run_training(small_config(dir, "straight", common), log, &world());
+  std::vector<std::string> half = common;
+  half.push_back("steps=2");
+  train::run_training(small_config(dir, "legacy", half), log, &world());
+  // Rewrite this rank's file as the format before meshes wrote it.
+  const std::string path = train::checkpoint_path(dir + "/legacy", 2,
+                                                  train::shard_name(world().rank(), 2));
+  train::CheckpointData data = train::load_checkpoint(path);
+  ASSERT_EQ(data.mesh, (std::vector<int64_t>{1, 1, 2}));
+  data.mesh.clear();
+  data.fsdp_sizes.clear();
+  data.expert_params.clear();
+  train::save_checkpoint(path, data);
+  ASSERT_TRUE(train::load_checkpoint(path).mesh.empty());
+  world().barrier();
+  if (world().rank() == 0) {  // reshard reads the mesh-less files as (1, 1, 2)
+    const train::ReshardResult r =
+        train::reshard_run(dir + "/legacy", dir + "/legacy_on_1", MeshShape{1, 1, 1});
+    EXPECT_EQ(r.from, (MeshShape{1, 1, 2}));
+  }
+  world().barrier();
+  const train::TrainResult resumed =
+      train::run_training(small_config(dir, "legacy", common), log, &world());
+  EXPECT_EQ(resumed.resumed_from_step, 2);
+  ASSERT_EQ(resumed.steps.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) EXPECT_EQ(resumed.steps[i].loss, straight.steps[i + 2].loss);
+  if (world().rank() == 0) {
+    train::Settings settings;
+    settings.apply_file(dir + "/legacy_on_1/config.yml");
+    settings.set("steps", "4");
+    const train::TrainResult single = train::run_training(train::resolve(settings), log, nullptr);
+    ASSERT_EQ(single.steps.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_NEAR(single.steps[i].loss, straight.steps[i + 2].loss,
+                  1e-4 * straight.steps[i + 2].loss);
     }
   }
   world().barrier();
