@@ -142,6 +142,8 @@ void ShardedParams::finish_gather(size_t u) {
 void ShardedParams::ensure_present(size_t u) {
   Unit& unit = units_[u];
   if (unit.present) return;
+  ++counts_.total;
+  if (unit.pending) ++counts_.prefetched;
   start_gather(u);
   finish_gather(u);
 }

@@ -76,6 +76,13 @@ class ShardedParams final : public ModelHooks {
   int64_t non_expert_value_bytes() const;
   int64_t expert_value_bytes() const;
 
+  // Unit gathers so far, and how many of them had been started ahead (by
+  // the neighbouring unit's hook) when the unit needed them.
+  struct GatherCounts {
+    int64_t total = 0, prefetched = 0;
+  };
+  GatherCounts gather_counts() const { return counts_; }
+
  private:
   struct Slot {
     moe::Param<float>* full;
@@ -104,6 +111,7 @@ class ShardedParams final : public ModelHooks {
   std::vector<std::vector<moe::Param<float>*>> model_units_;
   std::vector<Unit> units_;
   std::deque<moe::Param<float>> shards_;
+  GatherCounts counts_;
 };
 
 }  // namespace raggemm::train

@@ -84,6 +84,8 @@ struct FirstStep {
   double loss = 0;
   std::map<std::string, std::vector<float>> grads;
   std::vector<std::string> expert_params;
+  train::ShardedParams::GatherCounts gathers;
+  int64_t units = 0;
 };
 
 // One forward and backward of global batch 0 on `mesh` (null: one process
@@ -108,6 +110,8 @@ FirstStep first_step(const train::TrainConfig& config, const Mesh& mesh, bool ke
   sharded.finish_gradients();
   out.grads = sharded.full_gradients();
   out.expert_params = sharded.expert_params();
+  out.gathers = sharded.gather_counts();
+  out.units = static_cast<int64_t>(model.units().size());
   return out;
 }
 
@@ -138,6 +142,16 @@ TEST(MeshGradients, FirstStepMatchesOneProcessOnTheGlobalBatch) {
       const Mesh one(nullptr, MeshShape{});
       const FirstStep single = first_step(single_config, one, false);
       EXPECT_LT(std::abs(parallel.loss - single.loss), 1e-5 * std::abs(single.loss));
+      if (shape.fsdp > 1) {
+        // Forward gathers every unit, all but the first started ahead by
+        // the unit before; backward (without keep) gathers units U-2..1
+        // again, each started ahead by the unit after (the last unit's
+        // forward and backward are one; the embedding's backward needs no
+        // weights).
+        const int64_t u = parallel.units;
+        EXPECT_EQ(parallel.gathers.total, keep ? u : 2 * u - 2);
+        EXPECT_EQ(parallel.gathers.prefetched, keep ? u - 1 : 2 * u - 3);
+      }
       ASSERT_EQ(parallel.grads.size(), single.grads.size());
       for (const auto& [name, reference] : single.grads) {
         std::vector<float> expected = reference;
@@ -303,8 +317,8 @@ TEST(MeshCheckpoint, PureExpertParallelCheckpointsWithoutAMeshStillRead) {
   half.push_back("steps=2");
   train::run_training(small_config(dir, "legacy", half), log, &world());
   // Rewrite this rank's file as the format before meshes wrote it.
-  const std::string path = train::checkpoint_path(dir + "/legacy", 2,
-                                                  train::shard_name(world().rank(), 2));
+  const std::string path =
+      train::checkpoint_path(dir + "/legacy", 2, train::shard_name(world().rank(), 2));
   train::CheckpointData data = train::load_checkpoint(path);
   ASSERT_EQ(data.mesh, (std::vector<int64_t>{1, 1, 2}));
   data.mesh.clear();
