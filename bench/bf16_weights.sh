@@ -8,7 +8,8 @@
 # BINARY defaults to build/release/raggemm. BEFORE_BINARY (optional): an
 # older build whose bf16 runs are measured alongside (the same keys).
 # ROUNDS (default 3) alternating rounds of STEPS (default 20) steps;
-# CONVERGENCE_STEPS (default 150; 0 skips it). Output: a table on stdout,
+# CONVERGENCE_STEPS (default 150; 0 skips it); KEYS: more overrides for
+# every run (e.g. KEYS=dtype=bf16). Output: a table on stdout,
 # runs under ${OUT:-/tmp/raggemm_bf16_weights}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +28,7 @@ run() {
   shift 4
   local dir="$OUT/$label"
   /usr/bin/time -v "$bin" train configs/base.yml steps="$steps" weight_dtype="$dtype" \
-    base_output_directory="$OUT" run_name="$label" "$@" >"$dir.log" 2>"$dir.time"
+    base_output_directory="$OUT" run_name="$label" ${KEYS:-} "$@" >"$dir.log" 2>"$dir.time"
   local rss
   rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$dir.time")
   python3 - "$dir/metrics.jsonl" "$label" "$rss" <<'EOF'

@@ -97,6 +97,8 @@ WeightArg<T> Param<T>::weight() const {
 
 template <class T>
 void init_normal(Param<T>& param, uint64_t seed, double stddev) {
+  require(!param.bf16, "param", param.name,
+          "is stored as bf16: initialise it before the optimizer switches its storage");
   const uint64_t key = splitmix64(seed ^ hash_name(param.name));
   const int64_t count = param.size();
   for (int64_t i = 0; i < count; i += 2) {
