@@ -66,9 +66,12 @@ std::string weight_of(const MatmulContext& context, const char* name) {
   return context.kind == OpKind::kExpertGmm ? weight_of(name) : "dense";
 }
 
-// Naive loops read the caller's T as it is: `naive_type` names it.
+// Naive loops read the caller's T as it is: `naive_type` names it. A
+// bf16-stored weight reaches the kernels as bf16 whatever the compute dtype:
+// `rhs_type` names it then.
 void log_call(const MatmulContext& context, const char* name, Pass pass, const char* kernel,
-              const QuantGmmOptions* quant, const char* naive_type = nullptr) {
+              const QuantGmmOptions* quant, const char* naive_type = nullptr,
+              const char* rhs_type = nullptr) {
   if (!context.calls) return;
   GmmCall call;
   call.name = name;
@@ -77,6 +80,7 @@ void log_call(const MatmulContext& context, const char* name, Pass pass, const c
   call.kernel = kernel;
   if (!quant) {
     call.lhs_type = call.rhs_type = naive_type ? naive_type : dtype_name(context.dtype);
+    if (rhs_type) call.rhs_type = rhs_type;
     call.lhs_scales = call.rhs_scales = "none";
   } else {
     const std::string operand = quant_type_name(recipe_operand_type(quant->recipe));
@@ -243,7 +247,8 @@ void ops_gmm(const MatmulContext& context, const ResolvedPassConfig& config, Pas
     copy_out(quantized_gmm(lhs_view, w_view, sizes, options, quant), out);
     return;
   }
-  log_call(context, name, pass, kernel_label(options.kernel), nullptr);
+  log_call(context, name, pass, kernel_label(options.kernel), nullptr, nullptr,
+           w.dtype == DType::kBF16 ? dtype_name(DType::kBF16) : nullptr);
   Tensor lhs_storage, w_storage;
   TensorView lhs_view, w_view;
   {

@@ -146,6 +146,17 @@ TEST_P(Bf16TrainingTest, EqualsF32WeightsRoundedToBf16OnUse) {
       if (!use[i]->trainable) master[i]->value = use[i]->value;
     }
   }
+  // The expert GMMs received the bf16 weights as stored (rhs bf16 whatever
+  // the compute dtype; the weight-gradient pass has no weight operand).
+  int64_t weight_reads = 0;
+  for (const moe::GmmCall& call : model.moe_layers()[0]->calls()) {
+    if (call.kernel == "naive" || call.pass == Pass::kGradRhs) continue;
+    EXPECT_EQ(call.rhs_type, "bf16") << call.name;
+    EXPECT_EQ(call.lhs_type, GetParam()) << call.name;
+    ++weight_reads;
+  }
+  EXPECT_GT(weight_reads, 0);
+
   auto state = optimizer.state();
   for (size_t i = 0; i < master.size(); ++i) {
     if (!under_test[i]->bf16) {
