@@ -60,7 +60,9 @@ nlohmann::json to_json(const StepMetrics& m) {
           {"data_time_share", m.data_time_share},
           {"comm_time_share", m.comm_time_share},
           {"max_expert_load", m.max_expert_load},
-          {"dropped_tokens", m.dropped_tokens}};
+          {"dropped_tokens", m.dropped_tokens},
+          {"weight_dtype", m.weight_dtype},
+          {"weight_bytes", m.weight_bytes}};
   if (!std::isnan(m.eval_loss)) out["eval_loss"] = m.eval_loss;
   return out;
 }
@@ -338,21 +340,15 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
   if (comm) comm->barrier();
   Profiler profiler(config.profiler == "trace");
   profiler.set_rank(rank);
-  ModelConfig model_config;
-  model_config.vocab_size = config.vocab_size;
-  model_config.num_layers = config.base_num_decoder_layers;
-  model_config.dense_layers = config.first_num_dense_layers;
-  model_config.moe = config.moe;
-  model_config.dense_mlp_dim = config.base_mlp_dim;
-  model_config.attention = attention_config(config);
-  model_config.seq_len = config.max_target_length;
-  model_config.comm = comm;
-  Model<float> model(model_config, &profiler);
+  Model<float> model(model_config(config, comm), &profiler);
   model.init(config.seed);
-  Optimizer optimizer(config, model.params());
+  Optimizer optimizer(config, model.params());  // weight_dtype=bf16: matrices now bf16
 
-  int64_t parameter_count = 0;
-  for (auto* p : model.params()) parameter_count += p->size();
+  int64_t parameter_count = 0, weight_bytes = 0;
+  for (auto* p : model.params()) {
+    parameter_count += p->size();
+    weight_bytes += p->storage_bytes();
+  }
   log << "run " << result.run_dir << ": " << data->describe() << "\n"
       << "model " << config.model_name << ": " << config.base_num_decoder_layers << " layers ("
       << config.first_num_dense_layers << " dense), embed " << config.base_emb_dim << ", mlp "
@@ -361,7 +357,8 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
       << config.moe.shared_experts << " shared; " << parameter_count << " parameters"
       << (ranks > 1 ? " on rank 0" : "") << "; " << config.global_tokens_per_step()
       << " tokens/step; dtype " << dtype_name(config.moe.dtype) << ", weights "
-      << dtype_name(config.weight_dtype)
+      << dtype_name(config.weight_dtype) << " (" << format("%.1f", weight_bytes / double(1 << 20))
+      << " MiB stored)"
       << (config.moe.quantization.empty() ? "" : ", quantization " + config.moe.quantization)
       << "\n";
   if (ranks > 1) {
@@ -399,7 +396,13 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
                 *latest, "does not match the model: blob '" + name + "' missing or resized");
         target = it->second;
       };
-      for (auto* p : model.params()) load_into("param/" + p->name, p->value);
+      // Parameter blobs are f32 whatever the storage (a bf16 param's is its
+      // widened value); bf16 storage is then rebuilt from the masters.
+      for (auto* p : model.params()) {
+        std::vector<float> values(static_cast<size_t>(p->size()));
+        load_into("param/" + p->name, values);
+        p->set_values(values);
+      }
       for (auto& [name, blob] : optimizer.state()) load_into(name, *blob);
       optimizer.update_count() = saved.updates;
       optimizer.sync_weights();
@@ -424,7 +427,7 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
     saved.step = step;
     saved.updates = optimizer.update_count();
     saved.shard = shard;
-    for (auto* p : model.params()) saved.blobs["param/" + p->name] = p->value;
+    for (auto* p : model.params()) saved.blobs["param/" + p->name] = p->values_f32();
     for (auto& [name, blob] : optimizer.state()) saved.blobs[name] = *blob;
     save_checkpoint(checkpoint_path(result.run_dir, step, shard), saved);
     profiler.take_totals();  // checkpoint time belongs to no step
@@ -482,6 +485,8 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
     m.loss = parts.cross_entropy;
     m.aux_loss = parts.aux_loss;
     m.learning_rate = lr;
+    m.weight_dtype = dtype_name(config.weight_dtype);
+    m.weight_bytes = weight_bytes;
     m.step_time_s = seconds;
     m.tokens_per_s = static_cast<double>(global_tokens) / seconds;
     m.comm_time_share = comm ? (comm->seconds() - comm_before) / seconds : 0;
