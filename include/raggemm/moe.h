@@ -101,8 +101,37 @@ struct MoeConfig {
 // Checks a config; an invalid combination throws Error naming the fields.
 void validate(const MoeConfig& config);
 
+// A weight as the kernels read it: a pointer and the dtype of what it points
+// to, f32 values or bf16 bits (a Param<float> stored as bf16). Converts from
+// a plain f32 pointer, so callers holding f32 buffers pass them unchanged.
+struct WeightRef {
+  const void* data = nullptr;
+  DType dtype = DType::kF32;  // kF32 or kBF16
+  WeightRef() = default;
+  WeightRef(const float* values) : data(values), dtype(DType::kF32) {}  // NOLINT: implicit on purpose
+  WeightRef(const uint16_t* bf16_bits) : data(bf16_bits), dtype(DType::kBF16) {}  // NOLINT
+};
+
+// The weight operand of a matmul over scalar T: T's own values, except that
+// a float weight may be bf16 storage (WeightRef). double (the oracle) never is.
+template <class T>
+struct WeightOperand {
+  using type = const T*;
+};
+template <>
+struct WeightOperand<float> {
+  using type = WeightRef;
+};
+template <class T>
+using WeightArg = typename WeightOperand<T>::type;
+
 // A named parameter with its gradient (same shape). Non-trainable
 // parameters (the selection bias) are state the optimizer leaves alone.
+//
+// Storage: `value` (T), or, for a Param<float> after store_bf16()
+// (weight_dtype=bf16), bf16 bits in `bits` with `value` empty: half the
+// bytes, and what the kernels read directly. The f32 master copy of a bf16
+// parameter lives in the optimizer; the gradient stays T.
 template <class T>
 struct Param {
   std::string name;
@@ -114,9 +143,22 @@ struct Param {
   // is complete on this rank (never all-reduced) and its checkpoint blob and
   // optimizer state are this rank's alone.
   bool expert_sharded = false;
+  bool bf16 = false;            // stored as bf16 bits (T = float only)
+  std::vector<uint16_t> bits;   // the bf16 storage, when bf16
 
   void reset(std::string param_name, Shape param_shape, bool is_trainable = true);
-  int64_t size() const { return static_cast<int64_t>(value.size()); }
+  int64_t size() const { return static_cast<int64_t>(bf16 ? bits.size() : value.size()); }
+  // Moves the values into bf16 storage (round to nearest even) and frees
+  // them. T = float only.
+  void store_bf16();
+  // Overwrites the values from f32 (rounded when stored as bf16).
+  void set_values(const std::vector<float>& values);
+  // The values as f32 (bf16 widened; a copy).
+  std::vector<float> values_f32() const;
+  // Bytes of the stored values (not the gradient).
+  int64_t storage_bytes() const;
+  // What a matmul reads: the stored values, bf16 or T.
+  WeightArg<T> weight() const;
 };
 
 // Fills `param` with normal(0, stddev) values from a counter-based generator

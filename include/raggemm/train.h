@@ -220,6 +220,11 @@ struct StepMetrics {
   // Mean loss over eval_steps held-out batches after this step's update;
   // NaN on steps without evaluation (eval_interval).
   double eval_loss = std::numeric_limits<double>::quiet_NaN();
+  // The parameters' storage as the kernels read it: weight_dtype ("f32" or
+  // "bf16") and the bytes of the stored values (this rank's; bf16 matrices
+  // count 2 bytes an element; f32 masters and gradients are not included).
+  std::string weight_dtype = "f32";
+  int64_t weight_bytes = 0;
 };
 
 struct TrainResult {

@@ -37,16 +37,7 @@ DType parse_dtype(std::string_view name, const std::string& argument) {
        "unknown dtype (expected f32, bf16, f16, i32, i64, i8, u8, fp8_e4m3 or fp8_e5m2)");
 }
 
-uint16_t f32_to_bf16(float value) {
-  uint32_t bits = bits_of(value);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) {
-    // NaN: keep the sign and the top payload bits, force the quiet bit.
-    return static_cast<uint16_t>((bits >> 16) | 0x0040u);
-  }
-  // Round to nearest even: add 0x7fff plus the lowest kept bit.
-  uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>((bits + rounding) >> 16);
-}
+uint16_t f32_to_bf16(float value) { return core::bf16_bits_of(value); }
 
 uint16_t f32_to_f16(float value) {
   uint32_t bits = bits_of(value);

@@ -36,13 +36,13 @@ struct Projection {
     weight.reset(name, {k, n});
   }
   void forward(const T* x, int64_t rows, T* out) {
-    matmul.forward(x, rows, weight.value.data(), out);
+    matmul.forward(x, rows, weight.weight(), out);
   }
   // weight.grad = x^T dy (overwritten); dx += dy weight^T (through `scratch`).
   void backward(const T* x, const T* dy, int64_t rows, T* dx, std::vector<T>& scratch) {
     matmul.grad_rhs(x, dy, rows, weight.grad.data());
     scratch.resize(static_cast<size_t>(rows * fan_in));
-    matmul.grad_lhs(dy, rows, weight.value.data(), scratch.data());
+    matmul.grad_lhs(dy, rows, weight.weight(), scratch.data());
     for (size_t i = 0; i < scratch.size(); ++i) dx[i] += scratch[i];
   }
 
@@ -254,7 +254,7 @@ void Attention<T>::Impl::backward(const T* dout, T* dx) {
   const int64_t t = tokens;
   d_o.resize(o.size());
   wo->matmul.grad_rhs(o.data(), dout, t, wo->weight.grad.data());
-  wo->matmul.grad_lhs(dout, t, wo->weight.value.data(), d_o.data());
+  wo->matmul.grad_lhs(dout, t, wo->weight.weight(), d_o.data());
   round_to_compute(d_o, dtype);
   dq.resize(q.size());
   dk.resize(k.size());

@@ -24,11 +24,11 @@ class DenseMatmul {
               DenseNames names)
       : config_(config), context_(context), k_(k), n_(n), names_(names) {}
 
-  void forward(const T* x, int64_t rows, const T* w, T* out) {
+  void forward(const T* x, int64_t rows, WeightArg<T> w, T* out) {
     prepare(rows);
     grouped_forward<T>(context_, configs_[0], names_.fwd, problem(), x, w, out);
   }
-  void grad_lhs(const T* dy, int64_t rows, const T* w, T* dx) {
+  void grad_lhs(const T* dy, int64_t rows, WeightArg<T> w, T* dx) {
     prepare(rows);
     grouped_grad_lhs<T>(context_, configs_[1], names_.dlhs, problem(), dy, w, dx);
   }

@@ -62,13 +62,13 @@ void DenseMlp<T>::forward(const T* x, int64_t tokens, T* out) {
   m.h0.resize(hidden);
   m.h1.resize(hidden);
   m.act.resize(hidden);
-  m.up.forward(x, tokens, m.wi_0.value.data(), m.h0.data());
-  m.up.forward(x, tokens, m.wi_1.value.data(), m.h1.data());
+  m.up.forward(x, tokens, m.wi_0.weight(), m.h0.data());
+  m.up.forward(x, tokens, m.wi_1.weight(), m.h1.data());
   {
     auto scope = profile(m.profiler, "mlp/swiglu", OpKind::kGlue);
     swiglu_forward(m.h0.data(), m.h1.data(), tokens, m.width, m.width, m.act.data());
   }
-  m.down.forward(m.act.data(), tokens, m.wo.value.data(), out);
+  m.down.forward(m.act.data(), tokens, m.wo.weight(), out);
 }
 
 template <class T>
@@ -81,7 +81,7 @@ void DenseMlp<T>::backward(const T* dout, T* dx) {
   m.dh1.resize(hidden);
   m.dx_part.resize(static_cast<size_t>(tokens * m.embed_dim));
   m.down.grad_rhs(m.act.data(), dout, tokens, m.wo.grad.data());
-  m.down.grad_lhs(dout, tokens, m.wo.value.data(), m.dact.data());
+  m.down.grad_lhs(dout, tokens, m.wo.weight(), m.dact.data());
   {
     auto scope = profile(m.profiler, "mlp/swiglu_bwd", OpKind::kGlue);
     swiglu_backward(m.h0.data(), m.h1.data(), m.dact.data(), tokens, m.width, m.width, m.dh0.data(),
@@ -90,7 +90,7 @@ void DenseMlp<T>::backward(const T* dout, T* dx) {
   m.up.grad_rhs(m.x, m.dh0.data(), tokens, m.wi_0.grad.data());
   m.up.grad_rhs(m.x, m.dh1.data(), tokens, m.wi_1.grad.data());
   for (const std::vector<T>* dh : {&m.dh0, &m.dh1}) {
-    m.up.grad_lhs(dh->data(), tokens, dh == &m.dh0 ? m.wi_0.value.data() : m.wi_1.value.data(),
+    m.up.grad_lhs(dh->data(), tokens, dh == &m.dh0 ? m.wi_0.weight() : m.wi_1.weight(),
                   m.dx_part.data());
     auto scope = profile(m.profiler, "mlp/add_dx", OpKind::kGlue);
     const int64_t count = tokens * m.embed_dim;

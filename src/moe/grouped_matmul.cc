@@ -66,9 +66,12 @@ std::string weight_of(const MatmulContext& context, const char* name) {
   return context.kind == OpKind::kExpertGmm ? weight_of(name) : "dense";
 }
 
-// Naive loops read the caller's T as it is: `naive_type` names it.
+// Naive loops read the caller's T as it is: `naive_type` names it. A
+// bf16-stored weight reaches the kernels as bf16 whatever the compute dtype:
+// `rhs_type` names it then.
 void log_call(const MatmulContext& context, const char* name, Pass pass, const char* kernel,
-              const QuantGmmOptions* quant, const char* naive_type = nullptr) {
+              const QuantGmmOptions* quant, const char* naive_type = nullptr,
+              const char* rhs_type = nullptr) {
   if (!context.calls) return;
   GmmCall call;
   call.name = name;
@@ -77,6 +80,7 @@ void log_call(const MatmulContext& context, const char* name, Pass pass, const c
   call.kernel = kernel;
   if (!quant) {
     call.lhs_type = call.rhs_type = naive_type ? naive_type : dtype_name(context.dtype);
+    if (rhs_type) call.rhs_type = rhs_type;
     call.lhs_scales = call.rhs_scales = "none";
   } else {
     const std::string operand = quant_type_name(recipe_operand_type(quant->recipe));
@@ -216,7 +220,7 @@ void copy_out(const Tensor& result, float* out) {
 // The scope covers the op call only: casting to bf16 is glue, timed apart.
 void ops_gmm(const MatmulContext& context, const ResolvedPassConfig& config, Pass pass,
              const char* name, const GroupedProblem& p, const float* lhs, int64_t lhs_cols,
-             const float* w, float* out, bool swiglu) {
+             WeightRef w, float* out, bool swiglu) {
   const TensorView sizes(DType::kI32, Shape{p.groups}, p.group_sizes);
   GmmOptions options = gmm_options(config, pass);
   options.transpose_rhs = pass == Pass::kGradLhs;
@@ -227,7 +231,8 @@ void ops_gmm(const MatmulContext& context, const ResolvedPassConfig& config, Pas
   const int64_t out_cols = pass == Pass::kGradLhs ? p.k : (swiglu ? p.n / 2 : p.n);
   if (!context.quantization.empty()) {
     const TensorView lhs_view(DType::kF32, Shape{p.m, lhs_cols}, lhs);
-    const TensorView w_view(DType::kF32, Shape{p.weight_groups(), p.k, p.n}, w);
+    // The quantizer reads f32 and bf16 alike: a bf16 weight is quantized from its storage.
+    const TensorView w_view(w.dtype, Shape{p.weight_groups(), p.k, p.n}, w.data);
     const QuantGmmOptions quant = quant_options(context, pass);
     // Block-wise scales along the contracted K (fwd) need a tile k the block
     // divides; a tile that the cache or heuristic chose is rounded up to it
@@ -242,17 +247,35 @@ void ops_gmm(const MatmulContext& context, const ResolvedPassConfig& config, Pas
     copy_out(quantized_gmm(lhs_view, w_view, sizes, options, quant), out);
     return;
   }
-  log_call(context, name, pass, kernel_label(options.kernel), nullptr);
+  log_call(context, name, pass, kernel_label(options.kernel), nullptr, nullptr,
+           w.dtype == DType::kBF16 ? dtype_name(DType::kBF16) : nullptr);
   Tensor lhs_storage, w_storage;
   TensorView lhs_view, w_view;
   {
     auto cast_scope = profile(context.profiler, "cast_bf16", OpKind::kGlue);
     lhs_view = as_dtype(lhs, Shape{p.m, lhs_cols}, context.dtype, lhs_storage);
-    w_view = as_dtype(w, Shape{p.weight_groups(), p.k, p.n}, context.dtype, w_storage);
+    // A bf16-stored weight is handed over as it is (with an f32 lhs the
+    // kernels widen it as they pack); an f32 one is cast to the compute dtype.
+    w_view = w.dtype == DType::kBF16
+                 ? TensorView(DType::kBF16, Shape{p.weight_groups(), p.k, p.n}, w.data)
+                 : as_dtype(static_cast<const float*>(w.data), Shape{p.weight_groups(), p.k, p.n},
+                            context.dtype, w_storage);
   }
   auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
   annotate(scope, name, pass, config, p, /*reference=*/false);
   gmm_into(lhs_view, w_view, sizes, TensorView(DType::kF32, Shape{p.m, out_cols}, out), options);
+}
+
+// The naive loops read f32: a bf16-stored weight is widened into `workspace`
+// once per call (the router's [embed, E] gate and the reference backend; no
+// kernel path is lost, these loops have no bf16 variant).
+const float* f32_weight(WeightRef w, int64_t count, std::vector<float>& workspace) {
+  if (w.dtype == DType::kF32) return static_cast<const float*>(w.data);
+  require(w.dtype == DType::kBF16, "weight", dtype_name(w.dtype), "must be f32 or bf16");
+  workspace.resize(static_cast<size_t>(count));
+  const uint16_t* bits = static_cast<const uint16_t*>(w.data);
+  for (int64_t i = 0; i < count; ++i) workspace[i] = bf16_to_f32(bits[i]);
+  return workspace.data();
 }
 
 }  // namespace
@@ -279,12 +302,14 @@ int64_t covered_rows(const GroupedProblem& problem) {
 template <>
 void grouped_forward<float>(const MatmulContext& context, const ResolvedPassConfig& config,
                             const char* name, const GroupedProblem& p, const float* x,
-                            const float* w, float* out) {
+                            WeightRef w, float* out) {
   if (context.backend == MatmulBackend::kReference || tiny(context, p)) {
     log_call(context, name, Pass::kForward, "naive", nullptr, "f32");
+    std::vector<float> workspace;
+    const float* wf = f32_weight(w, p.weight_groups() * p.k * p.n, workspace);
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
     annotate(scope, name, Pass::kForward, config, p, /*reference=*/true);
-    return naive_forward(p, x, w, out,
+    return naive_forward(p, x, wf, out,
                          context.backend == MatmulBackend::kReference && worth_parallel(p));
   }
   ops_gmm(context, config, Pass::kForward, name, p, x, p.k, w, out, false);
@@ -302,7 +327,7 @@ void grouped_forward<double>(const MatmulContext& context, const ResolvedPassCon
 
 void grouped_forward_swiglu(const MatmulContext& context, const ResolvedPassConfig& config,
                             const char* name, const GroupedProblem& p, const float* x,
-                            const float* w, float* out) {
+                            WeightRef w, float* out) {
   require(context.backend == MatmulBackend::kOps && context.quantization.empty(), "fused_gate_up",
           "true", "the fused SwiGLU forward needs the unquantized ops backend");
   ops_gmm(context, config, Pass::kForward, name, p, x, p.k, w, out, true);
@@ -311,12 +336,14 @@ void grouped_forward_swiglu(const MatmulContext& context, const ResolvedPassConf
 template <>
 void grouped_grad_lhs<float>(const MatmulContext& context, const ResolvedPassConfig& config,
                              const char* name, const GroupedProblem& p, const float* dy,
-                             const float* w, float* dx) {
+                             WeightRef w, float* dx) {
   if (context.backend == MatmulBackend::kReference || tiny(context, p)) {
     log_call(context, name, Pass::kGradLhs, "naive", nullptr, "f32");
+    std::vector<float> workspace;
+    const float* wf = f32_weight(w, p.weight_groups() * p.k * p.n, workspace);
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
     annotate(scope, name, Pass::kGradLhs, config, p, /*reference=*/true);
-    return naive_grad_lhs(p, dy, w, dx,
+    return naive_grad_lhs(p, dy, wf, dx,
                           context.backend == MatmulBackend::kReference && worth_parallel(p));
   }
   ops_gmm(context, config, Pass::kGradLhs, name, p, dy, p.n, w, dx, false);

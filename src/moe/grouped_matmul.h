@@ -6,7 +6,8 @@
 //   grad_rhs: dw[g]  = x[rows g]^T @ dy[rows g]  dw [G,K,N]
 //
 // T = float runs the public ops (raggemm::gmm / tgmm, or the quantized ones)
-// with the pass's resolved plan, casting operands to the compute dtype; the
+// with the pass's resolved plan, casting operands to the compute dtype (a
+// bf16 weight, WeightRef, goes to the kernels as it is stored); the
 // reference backend (and every T = double call) runs naive loops with double
 // accumulation, the oracle of the layer tests. Each call is one profiler op.
 // Outputs are overwritten; rows past sum(group sizes) come out zero.
@@ -51,11 +52,11 @@ struct GroupedProblem {
 
 template <class T>
 void grouped_forward(const MatmulContext& context, const ResolvedPassConfig& config,
-                     const char* name, const GroupedProblem& problem, const T* x, const T* w,
+                     const char* name, const GroupedProblem& problem, const T* x, WeightArg<T> w,
                      T* out);
 template <class T>
 void grouped_grad_lhs(const MatmulContext& context, const ResolvedPassConfig& config,
-                      const char* name, const GroupedProblem& problem, const T* dy, const T* w,
+                      const char* name, const GroupedProblem& problem, const T* dy, WeightArg<T> w,
                       T* dx);
 template <class T>
 void grouped_grad_rhs(const MatmulContext& context, const ResolvedPassConfig& config,
@@ -66,7 +67,7 @@ void grouped_grad_rhs(const MatmulContext& context, const ResolvedPassConfig& co
 // out [M,F] = silu(x @ gate) * (x @ up). Float, ops backend, unquantized only.
 void grouped_forward_swiglu(const MatmulContext& context, const ResolvedPassConfig& config,
                             const char* name, const GroupedProblem& problem, const float* x,
-                            const float* w, float* out);
+                            WeightRef w, float* out);
 
 // The rows the local groups cover (all groups when local_groups = -1).
 int64_t covered_rows(const GroupedProblem& problem);

@@ -130,27 +130,27 @@ void MoeLayer<T>::Impl::experts_forward(const T* x_rows, T* ys) {
     if (h_kept) {
       h.resize(static_cast<size_t>(m * 2 * f));
       grouped_forward<T>(experts, wi_passes[0], "moe/wi/fwd", problem(d, 2 * f), x_rows,
-                         wi.value.data(), h.data());
+                         wi.weight(), h.data());
       auto scope = profile(profiler, "moe/swiglu", OpKind::kGlue);
       const T* h_first = h.data() + first * 2 * f;
       swiglu_forward(h_first, h_first + f, count, f, 2 * f, act.data() + first * f);
     } else if constexpr (std::is_same_v<T, float>) {
       grouped_forward_swiglu(experts, wi_passes[0], "moe/wi/fwd_swiglu", problem(d, 2 * f), x_rows,
-                             wi.value.data(), act.data());
+                             wi.weight(), act.data());
     }
   } else {
     h0.resize(static_cast<size_t>(m * f));
     h1.resize(static_cast<size_t>(m * f));
     grouped_forward<T>(experts, wi_passes[0], "moe/wi_0/fwd", problem(d, f), x_rows,
-                       wi_0.value.data(), h0.data());
+                       wi_0.weight(), h0.data());
     grouped_forward<T>(experts, wi_passes[0], "moe/wi_1/fwd", problem(d, f), x_rows,
-                       wi_1.value.data(), h1.data());
+                       wi_1.weight(), h1.data());
     auto scope = profile(profiler, "moe/swiglu", OpKind::kGlue);
     swiglu_forward(h0.data() + first * f, h1.data() + first * f, count, f, f,
                    act.data() + first * f);
   }
   grouped_forward<T>(experts, wo_passes[0], "moe/wo/fwd", problem(f, d), act.data(),
-                     wo.value.data(), ys);
+                     wo.weight(), ys);
 }
 
 template <class T>
@@ -160,13 +160,13 @@ void MoeLayer<T>::Impl::experts_backward(const T* dys, T* dx_rows) {
   grouped_grad_rhs<T>(experts, wo_passes[2], "moe/wo/drhs", problem(f, d), act.data(), dys,
                       wo.grad.data());
   dact.resize(static_cast<size_t>(m * f));
-  grouped_grad_lhs<T>(experts, wo_passes[1], "moe/wo/dlhs", problem(f, d), dys, wo.value.data(),
+  grouped_grad_lhs<T>(experts, wo_passes[1], "moe/wo/dlhs", problem(f, d), dys, wo.weight(),
                       dact.data());
   if (config.fused_gate_up) {
     if (!h_kept) {
       h.resize(static_cast<size_t>(m * 2 * f));
       grouped_forward<T>(experts, wi_passes[0], "moe/wi/fwd_remat", problem(d, 2 * f), expert_xs,
-                         wi.value.data(), h.data());
+                         wi.weight(), h.data());
     }
     dh.resize(static_cast<size_t>(m * 2 * f));
     zero_other_rows(dh, 2 * f);
@@ -180,7 +180,7 @@ void MoeLayer<T>::Impl::experts_backward(const T* dys, T* dx_rows) {
     grouped_grad_rhs<T>(experts, wi_passes[2], "moe/wi/drhs", problem(d, 2 * f), expert_xs,
                         dh.data(), wi.grad.data());
     grouped_grad_lhs<T>(experts, wi_passes[1], "moe/wi/dlhs", problem(d, 2 * f), dh.data(),
-                        wi.value.data(), dx_rows);
+                        wi.weight(), dx_rows);
   } else {
     dh0.resize(static_cast<size_t>(m * f));
     dh1.resize(static_cast<size_t>(m * f));
@@ -196,10 +196,10 @@ void MoeLayer<T>::Impl::experts_backward(const T* dys, T* dx_rows) {
     grouped_grad_rhs<T>(experts, wi_passes[2], "moe/wi_1/drhs", problem(d, f), expert_xs,
                         dh1.data(), wi_1.grad.data());
     grouped_grad_lhs<T>(experts, wi_passes[1], "moe/wi_0/dlhs", problem(d, f), dh0.data(),
-                        wi_0.value.data(), dx_rows);
+                        wi_0.weight(), dx_rows);
     dxs_part.resize(static_cast<size_t>(m * d));
     grouped_grad_lhs<T>(experts, wi_passes[1], "moe/wi_1/dlhs", problem(d, f), dh1.data(),
-                        wi_1.value.data(), dxs_part.data());
+                        wi_1.weight(), dxs_part.data());
     auto scope = profile(profiler, "moe/add_dxs", OpKind::kGlue);
     add_into(dxs_part, dx_rows);
   }
@@ -261,7 +261,7 @@ void MoeLayer<T>::forward(const T* x, int64_t tokens, T* out) {
   if (c.sparse_matmul) m.prepare(rows);
 
   m.logits.resize(static_cast<size_t>(tokens * e));
-  m.router.forward(x, tokens, m.gate.value.data(), m.logits.data());
+  m.router.forward(x, tokens, m.gate.weight(), m.logits.data());
   if (!c.sparse_matmul) {
     m.forward_dense(out);
   } else if (m.exchange == Exchange::kRing) {
@@ -329,7 +329,7 @@ void MoeLayer<T>::backward(const T* dout, T* dx) {
   }
   m.router.grad_rhs(m.x, m.dlogits.data(), tokens, m.gate.grad.data());
   m.dx_part.resize(static_cast<size_t>(tokens * d));
-  m.router.grad_lhs(m.dlogits.data(), tokens, m.gate.value.data(), m.dx_part.data());
+  m.router.grad_lhs(m.dlogits.data(), tokens, m.gate.weight(), m.dx_part.data());
   {
     auto scope = profile(m.profiler, "moe/add_dx", OpKind::kGlue);
     add_into(m.dx_part, dx);

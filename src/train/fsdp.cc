@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/float_bits.h"
 #include "raggemm/error.h"
 
 namespace raggemm::train {
@@ -15,10 +16,15 @@ int64_t shape_size(const Shape& shape) {
 }
 
 // Frees a vector's memory (clear() keeps the capacity).
-void free_vector(std::vector<float>& v) { std::vector<float>().swap(v); }
+template <class V>
+void free_vector(V& v) {
+  V().swap(v);
+}
 
-int64_t bytes_of(const std::vector<float>& v) {
-  return static_cast<int64_t>(v.capacity() * sizeof(float));
+// What a parameter's values hold now (f32 or bf16 storage).
+int64_t bytes_of(const moe::Param<float>& p) {
+  return static_cast<int64_t>(p.value.capacity() * sizeof(float) +
+                              p.bits.capacity() * sizeof(uint16_t));
 }
 
 // Sums `params`' gradients over `comm`, packed into one allreduce.
@@ -70,7 +76,10 @@ ShardedParams::ShardedParams(std::vector<std::vector<moe::Param<float>*>> units,
       unit.chunk += slot.chunk;
       moe::Param<float>& shard = shards_.emplace_back();
       shard.name = p->name;
-      shard.shape = {slot.chunk};
+      // A matrix's chunk stays a matrix ({1, chunk}) so that
+      // weight_dtype=bf16 stores the same parameters as bf16 as on one
+      // process (Optimizer::bf16_weight: rank >= 2).
+      shard.shape = p->shape.size() >= 2 ? Shape{1, slot.chunk} : Shape{slot.chunk};
       shard.trainable = true;
       // This rank's slice of the flat tensor; the padding past its end is
       // zero and stays zero (its gradient is zero).
@@ -112,7 +121,10 @@ void ShardedParams::start_gather(size_t u) {
   if (unit.present || unit.pending || unit.slots.empty()) return;
   unit.send.resize(static_cast<size_t>(unit.chunk));
   for (const Slot& slot : unit.slots) {
-    std::copy(slot.shard->value.begin(), slot.shard->value.end(), unit.send.begin() + slot.offset);
+    // bf16 storage travels as its exact f32 widening (the collectives move
+    // f32 words here; half the traffic is left on the table).
+    const std::vector<float> values = slot.shard->values_f32();
+    std::copy(values.begin(), values.end(), unit.send.begin() + slot.offset);
   }
   unit.gathered.resize(static_cast<size_t>(unit.chunk * ranks_));
   unit.pending =
@@ -126,12 +138,26 @@ void ShardedParams::finish_gather(size_t u) {
   // gathered = rank 0's packed chunk, rank 1's, ...: each parameter's full
   // tensor is its piece of every rank's chunk, in rank order.
   for (const Slot& slot : unit.slots) {
-    slot.full->value.resize(static_cast<size_t>(slot.size));
+    // A bf16 shard makes a bf16 full tensor, as the kernels of one process
+    // would read it (the gathered words are exact bf16 values).
+    moe::Param<float>& full = *slot.full;
+    full.bf16 = slot.shard->bf16;
+    if (full.bf16) {
+      full.bits.resize(static_cast<size_t>(slot.size));
+    } else {
+      full.value.resize(static_cast<size_t>(slot.size));
+    }
     for (int64_t q = 0; q < ranks_; ++q) {
       const int64_t begin = std::min(slot.size, q * slot.chunk);
       const int64_t end = std::min(slot.size, begin + slot.chunk);
-      std::copy_n(unit.gathered.begin() + q * unit.chunk + slot.offset, end - begin,
-                  slot.full->value.begin() + begin);
+      const float* from = unit.gathered.data() + q * unit.chunk + slot.offset;
+      if (full.bf16) {
+        for (int64_t i = 0; i < end - begin; ++i) {
+          full.bits[static_cast<size_t>(begin + i)] = core::bf16_bits_of(from[i]);
+        }
+      } else {
+        std::copy_n(from, end - begin, full.value.begin() + begin);
+      }
     }
   }
   free_vector(unit.gathered);
@@ -152,6 +178,7 @@ void ShardedParams::release(size_t u) {
   Unit& unit = units_[u];
   for (const Slot& slot : unit.slots) {
     free_vector(slot.full->value);
+    free_vector(slot.full->bits);
     free_vector(slot.full->grad);
   }
   unit.present = unit.slots.empty();
@@ -246,7 +273,7 @@ std::map<std::string, std::vector<float>> ShardedParams::gather_full(bool gradie
     for (moe::Param<float>* p : model_units_[u]) {
       if (next < unit.slots.size() && unit.slots[next].full == p) {
         const Slot& slot = unit.slots[next++];
-        const std::vector<float>& local = gradients ? slot.shard->grad : slot.shard->value;
+        const std::vector<float> local = gradients ? slot.shard->grad : slot.shard->values_f32();
         std::vector<float> all(static_cast<size_t>(slot.chunk * ranks_));
         const std::vector<int64_t> rows(static_cast<size_t>(ranks_), 1);
         fsdp_->allgatherv_rows(local.data(), 1, all.data(), rows.data(), slot.chunk,
@@ -254,7 +281,7 @@ std::map<std::string, std::vector<float>> ShardedParams::gather_full(bool gradie
         all.resize(static_cast<size_t>(slot.size));
         out[p->name] = std::move(all);
       } else {
-        out[p->name] = gradients ? p->grad : p->value;
+        out[p->name] = gradients ? p->grad : p->values_f32();
       }
     }
   }
@@ -274,11 +301,11 @@ int64_t value_bytes(const std::vector<std::vector<moe::Param<float>*>>& units,
   int64_t bytes = 0;
   for (const auto& unit : units) {
     for (const moe::Param<float>* p : unit) {
-      if (is_expert_weight(p->name) == experts) bytes += bytes_of(p->value);
+      if (is_expert_weight(p->name) == experts) bytes += bytes_of(*p);
     }
   }
   for (const moe::Param<float>& shard : shards) {
-    if (is_expert_weight(shard.name) == experts) bytes += bytes_of(shard.value);
+    if (is_expert_weight(shard.name) == experts) bytes += bytes_of(shard);
   }
   return bytes;
 }

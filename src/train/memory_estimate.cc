@@ -45,9 +45,15 @@ MemoryEstimate estimate_memory(const TrainConfig& c) {
   const double attention_all = layers * attention_params;
   const double params = embed + dense + routed + moe_rest + attention_all;
   e.parameters = static_cast<int64_t>(params);
-  e.parameter_bytes = params * 8;  // f32 value + gradient
+  // weight_dtype=bf16 stores every matrix as bf16 (2 bytes) with an f32
+  // master (4) in the optimizer; vectors (norm scales, the selection bias)
+  // stay f32. Gradients are f32 either way.
+  const double vectors = d + layers * d + (attention ? layers * d : 0) + moe_layers * experts;
+  const bool bf16 = c.weight_dtype == DType::kBF16;
+  const double bf16_params = bf16 ? std::max(0.0, params - vectors) : 0;
+  e.parameter_bytes = (params - bf16_params) * 8 + bf16_params * (2 + 4);  // value + gradient
   const bool adam = c.opt_type == "adamw";
-  e.optimizer_bytes = params * ((adam ? 8.0 : 0.0) + (c.weight_dtype == DType::kBF16 ? 4.0 : 0.0));
+  e.optimizer_bytes = params * (adam ? 8.0 : 0.0) + bf16_params * 4;
 
   // Activations kept per layer (f32), forward and the backward's buffers.
   double per_layer_attention = 0;

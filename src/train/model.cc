@@ -18,6 +18,19 @@ int64_t loss_chunk_tokens(int64_t vocab, int64_t tokens) {
 }
 using model::rmsnorm_forward;
 
+ModelConfig model_config(const TrainConfig& config, Communicator* comm) {
+  ModelConfig out;
+  out.vocab_size = config.vocab_size;
+  out.num_layers = config.base_num_decoder_layers;
+  out.dense_layers = config.first_num_dense_layers;
+  out.moe = config.moe;
+  out.dense_mlp_dim = config.base_mlp_dim;
+  out.attention = attention_config(config);
+  out.seq_len = config.max_target_length;
+  out.comm = comm;
+  return out;
+}
+
 template <class T>
 struct Model<T>::Impl {
   struct Block {
@@ -112,7 +125,12 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
     auto scope = profile(profiler, "embed", OpKind::kGlue);
     for (int64_t t = 0; t < tokens; ++t) {
       require(inputs[t] >= 0 && inputs[t] < v, "inputs", inputs[t], "token outside the vocabulary");
-      std::copy_n(embed.value.data() + inputs[t] * d, d, x.data() + t * d);
+      if (embed.bf16) {  // bf16 storage: the row widened as it is gathered
+        const uint16_t* row = embed.bits.data() + inputs[t] * d;
+        for (int64_t i = 0; i < d; ++i) x[t * d + i] = static_cast<T>(bf16_to_f32(row[i]));
+      } else {
+        std::copy_n(embed.value.data() + inputs[t] * d, d, x.data() + t * d);
+      }
     }
   }
   forward_end(0);
@@ -190,7 +208,7 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
   token_loss.resize(static_cast<size_t>(tokens));
   for (int64_t t0 = 0; t0 < tokens; t0 += chunk) {
     const int64_t rows = std::min(chunk, tokens - t0);
-    output.forward(final_normed.data() + t0 * d, rows, out_proj.value.data(), logits.data());
+    output.forward(final_normed.data() + t0 * d, rows, out_proj.weight(), logits.data());
     {
       auto scope = profile(profiler, "cross_entropy", OpKind::kGlue);
 #pragma omp parallel for schedule(static) reduction(+ : loss_sum) if (rows * v >= (1 << 22))
@@ -223,7 +241,7 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
         }
       }
     }
-    output.grad_lhs(dlogits.data(), rows, out_proj.value.data(), dfinal.data() + t0 * d);
+    output.grad_lhs(dlogits.data(), rows, out_proj.weight(), dfinal.data() + t0 * d);
   }
   sum_over_ranks(&loss_sum);
   parts.cross_entropy = loss_sum / static_cast<double>(global_tokens);
@@ -409,18 +427,6 @@ std::vector<moe::MoeLayer<T>*> Model<T>::moe_layers() {
     if (block.moe) out.push_back(&*block.moe);
   }
   return out;
-}
-
-ModelConfig model_config_of(const TrainConfig& config) {
-  ModelConfig m;
-  m.vocab_size = config.vocab_size;
-  m.num_layers = config.base_num_decoder_layers;
-  m.dense_layers = config.first_num_dense_layers;
-  m.moe = config.moe;
-  m.dense_mlp_dim = config.base_mlp_dim;
-  m.attention = attention_config(config);
-  m.seq_len = config.max_target_length;
-  return m;
 }
 
 template class Model<float>;

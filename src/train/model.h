@@ -105,8 +105,9 @@ class Model {
 inline constexpr int64_t kLossChunkFloats = int64_t{1} << 24;
 int64_t loss_chunk_tokens(int64_t vocab, int64_t tokens);
 
-// The model of a resolved config (no communicators, no hooks).
-ModelConfig model_config_of(const TrainConfig& config);
+// The model of a resolved config (the trainer's, and tests'): dimensions,
+// matmul settings, attention, sequence length; `comm` for expert parallelism.
+ModelConfig model_config(const TrainConfig& config, Communicator* comm = nullptr);
 
 // The attention of a resolved config (attention_type=none: unset).
 std::optional<model::AttentionConfig> attention_config(const TrainConfig& config);

@@ -3,35 +3,41 @@
 
 #include <cmath>
 
+#include "core/float_bits.h"
 #include "raggemm/dtype.h"
 
 namespace raggemm::train {
-namespace {
 
-float round_to_bf16(float value) { return bf16_to_f32(f32_to_bf16(value)); }
-
-}  // namespace
+bool Optimizer::bf16_weight(const moe::Param<float>& param) {
+  return param.trainable && param.shape.size() >= 2;
+}
 
 Optimizer::Optimizer(const TrainConfig& config, std::vector<moe::Param<float>*> params)
     : config_(config), bf16_weights_(config.weight_dtype == DType::kBF16) {
   for (moe::Param<float>* param : params) {
     if (!param->trainable) continue;
     Slot slot{param, {}, {}, {}};
-    if (bf16_weights_) slot.master = param->value;
+    if (bf16_weights_ && bf16_weight(*param)) {
+      // The f32 values become the master; the param keeps only bf16 bits.
+      // One param at a time, so the f32 copy is never doubled model-wide.
+      if (param->bf16) {
+        slot.master = param->values_f32();
+      } else {
+        slot.master = param->value;
+        param->store_bf16();
+      }
+    }
     if (config.opt_type == "adamw") {
-      slot.m.assign(param->value.size(), 0.0f);
-      slot.v.assign(param->value.size(), 0.0f);
+      slot.m.assign(static_cast<size_t>(param->size()), 0.0f);
+      slot.v.assign(static_cast<size_t>(param->size()), 0.0f);
     }
     slots_.push_back(std::move(slot));
   }
-  sync_weights();
 }
 
 void Optimizer::sync_weights() {
-  if (!bf16_weights_) return;
   for (Slot& slot : slots_) {
-    for (size_t i = 0; i < slot.master.size(); ++i)
-      slot.param->value[i] = round_to_bf16(slot.master[i]);
+    if (!slot.master.empty()) slot.param->set_values(slot.master);
   }
 }
 
@@ -57,9 +63,16 @@ void Optimizer::step(double lr) {
   const float eps = static_cast<float>(config_.adam_eps);
   const float decay = static_cast<float>(config_.adam_weight_decay);
   for (Slot& slot : slots_) {
-    float* w = bf16_weights_ ? slot.master.data() : slot.param->value.data();
+    const bool bf16 = !slot.master.empty();
+    float* w = bf16 ? slot.master.data() : slot.param->value.data();
+    // bf16 params: the rounded master is written beside the update, one
+    // pass over memory (dummy target for f32 params, never read).
+    uint16_t* bits = bf16 ? slot.param->bits.data() : nullptr;
     const float* g = slot.param->grad.data();
     const int64_t count = slot.param->size();
+    auto store = [bits](int64_t i, float value) {
+      if (bits) bits[i] = core::bf16_bits_of(value);
+    };
     if (adam) {
       float* m = slot.m.data();
       float* v = slot.v.data();
@@ -70,15 +83,14 @@ void Optimizer::step(double lr) {
         v[i] = fb2 * v[i] + (1 - fb2) * g[i] * g[i];
         const float update = (m[i] / correction1) / (std::sqrt(v[i] / correction2) + eps);
         w[i] -= rate * (update + decay * w[i]);
+        store(i, w[i]);
       }
     } else {
 #pragma omp parallel for schedule(static) if (count > 65536)
-      for (int64_t i = 0; i < count; ++i) w[i] -= rate * g[i];
-    }
-    if (bf16_weights_) {
-      float* value = slot.param->value.data();
-#pragma omp parallel for schedule(static) if (count > 65536)
-      for (int64_t i = 0; i < count; ++i) value[i] = round_to_bf16(w[i]);
+      for (int64_t i = 0; i < count; ++i) {
+        w[i] -= rate * g[i];
+        store(i, w[i]);
+      }
     }
   }
 }

@@ -1,7 +1,9 @@
-// SGD and AdamW over the model's parameters, with f32 master weights when
-// the model's weights are bf16 (weight_dtype=bf16): the update runs on the
-// master copy and the model sees it rounded to bf16. Non-trainable params
-// (the routing selection bias) are left alone.
+// SGD and AdamW over the model's parameters. With weight_dtype=bf16 every
+// matrix parameter (bf16_weight) is switched to bf16 storage when the
+// optimizer is built: the optimizer keeps its f32 master copy, the update
+// runs on the master and writes the rounded bf16 value in the same pass.
+// Norm scales stay f32 and are updated in place. Non-trainable params (the
+// routing selection bias) are left alone.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +30,10 @@ class Optimizer {
   int64_t& update_count() { return updates_; }
   // After loading a checkpoint: the model's weights from the masters.
   void sync_weights();
+  // Whether weight_dtype=bf16 stores `param` as bf16: trainable matrices
+  // (rank >= 2: embedding, projections, router, experts, output), not norm
+  // scales or the selection bias.
+  static bool bf16_weight(const moe::Param<float>& param);
 
  private:
   struct Slot {

@@ -65,7 +65,9 @@ nlohmann::json to_json(const StepMetrics& m) {
           {"comm_fsdp_time_share", m.comm_fsdp_time_share},
           {"comm_ep_time_share", m.comm_ep_time_share},
           {"max_expert_load", m.max_expert_load},
-          {"dropped_tokens", m.dropped_tokens}};
+          {"dropped_tokens", m.dropped_tokens},
+          {"weight_dtype", m.weight_dtype},
+          {"weight_bytes", m.weight_bytes}};
   if (!std::isnan(m.eval_loss)) out["eval_loss"] = m.eval_loss;
   return out;
 }
@@ -366,18 +368,22 @@ TrainResult run_training(const TrainConfig& launch_config, std::ostream& main_lo
   if (comm) comm->barrier();
   Profiler profiler(config.profiler == "trace");
   profiler.set_rank(rank);
-  ModelConfig model_config = model_config_of(config);
-  model_config.comm = mesh.axis(MeshAxis::kExpert);
-  model_config.batch_comms = {mesh.axis(MeshAxis::kData), mesh.axis(MeshAxis::kFsdp)};
-  Model<float> model(model_config, &profiler);
+  ModelConfig model_settings = model_config(config, mesh.axis(MeshAxis::kExpert));
+  model_settings.batch_comms = {mesh.axis(MeshAxis::kData), mesh.axis(MeshAxis::kFsdp)};
+  Model<float> model(model_settings, &profiler);
   model.init(config.seed);
   int64_t parameter_count = 0;
   for (auto* p : model.params()) parameter_count += p->size();
   // FSDP keeps this rank's shards and frees the rest; the optimizer and the
-  // checkpoints see the shards (and the whole parameters).
+  // checkpoints see the shards (and the whole parameters). The optimizer
+  // then switches the matrices among them to bf16 storage
+  // (weight_dtype=bf16), shards included.
   ShardedParams sharded(model.units(), mesh, config.fsdp_keep_gathered_weights);
   model.set_hooks(&sharded);
   Optimizer optimizer(config, sharded.local_params());
+  // What this rank stores of the weights (FSDP: its shards).
+  int64_t weight_bytes = 0;
+  for (auto* p : sharded.local_params()) weight_bytes += p->storage_bytes();
   log << "run " << result.run_dir << ": " << data->describe() << "\n"
       << "model " << config.model_name << ": " << config.base_num_decoder_layers << " layers ("
       << config.first_num_dense_layers << " dense), embed " << config.base_emb_dim << ", mlp "
@@ -386,7 +392,8 @@ TrainResult run_training(const TrainConfig& launch_config, std::ostream& main_lo
       << config.moe.shared_experts << " shared; " << parameter_count << " parameters"
       << (ranks > 1 ? " on rank 0" : "") << "; " << config.global_tokens_per_step()
       << " tokens/step; dtype " << dtype_name(config.moe.dtype) << ", weights "
-      << dtype_name(config.weight_dtype)
+      << dtype_name(config.weight_dtype) << " (" << format("%.1f", weight_bytes / double(1 << 20))
+      << " MiB stored)"
       << (config.moe.quantization.empty() ? "" : ", quantization " + config.moe.quantization)
       << "\n";
   if (ranks > 1) {
@@ -448,7 +455,13 @@ TrainResult run_training(const TrainConfig& launch_config, std::ostream& main_lo
                 *latest, "does not match the model: blob '" + name + "' missing or resized");
         target = it->second;
       };
-      for (auto* p : sharded.local_params()) load_into("param/" + p->name, p->value);
+      // Parameter blobs are f32 whatever the storage (a bf16 param's is its
+      // widened value); bf16 storage is then rebuilt from the masters.
+      for (auto* p : sharded.local_params()) {
+        std::vector<float> values(static_cast<size_t>(p->size()));
+        load_into("param/" + p->name, values);
+        p->set_values(values);
+      }
       for (auto& [name, blob] : optimizer.state()) load_into(name, *blob);
       optimizer.update_count() = saved.updates;
       optimizer.sync_weights();
@@ -477,7 +490,7 @@ TrainResult run_training(const TrainConfig& launch_config, std::ostream& main_lo
     saved.rank = rank;
     saved.fsdp_sizes = sharded.sharded_sizes();
     saved.expert_params = sharded.expert_params();
-    for (auto* p : sharded.local_params()) saved.blobs["param/" + p->name] = p->value;
+    for (auto* p : sharded.local_params()) saved.blobs["param/" + p->name] = p->values_f32();
     for (auto& [name, blob] : optimizer.state()) saved.blobs[name] = *blob;
     save_checkpoint(checkpoint_path(result.run_dir, step, shard), saved);
     profiler.take_totals();  // checkpoint time belongs to no step
@@ -540,6 +553,8 @@ TrainResult run_training(const TrainConfig& launch_config, std::ostream& main_lo
     m.loss = parts.cross_entropy;
     m.aux_loss = parts.aux_loss;
     m.learning_rate = lr;
+    m.weight_dtype = dtype_name(config.weight_dtype);
+    m.weight_bytes = weight_bytes;
     m.step_time_s = seconds;
     m.tokens_per_s = static_cast<double>(global_tokens) / seconds;
     {

@@ -91,7 +91,7 @@ struct FirstStep {
 // One forward and backward of global batch 0 on `mesh` (null: one process
 // with the whole global batch), gradients put back together.
 FirstStep first_step(const train::TrainConfig& config, const Mesh& mesh, bool keep_gathered) {
-  train::ModelConfig mc = train::model_config_of(config);
+  train::ModelConfig mc = train::model_config(config);
   mc.comm = mesh.axis(MeshAxis::kExpert);
   mc.batch_comms = {mesh.axis(MeshAxis::kData), mesh.axis(MeshAxis::kFsdp)};
   train::Model<float> model(mc, nullptr);
@@ -170,7 +170,8 @@ TEST(MeshGradients, FirstStepMatchesOneProcessOnTheGlobalBatch) {
   }
 }
 
-// 20 steps on the mesh = 20 steps of one process with the global batch.
+// 20 steps on the mesh = 20 steps of one process with the global batch
+// (variant 1 with weight_dtype=bf16).
 TEST(MeshTraining, TwentyStepsMatchOneProcess) {
   const std::string dir = shared_temp_dir("mesh_train");
   for (const MeshShape& shape : meshes()) {
@@ -179,6 +180,9 @@ TEST(MeshTraining, TwentyStepsMatchOneProcess) {
       const std::string label = mesh_label(shape) + "_v" + std::to_string(variant);
       std::vector<std::string> args = kVariants[variant];
       for (const char* a : {"steps=20", "eval_interval=10"}) args.push_back(a);
+      // The second variant trains bf16-stored matrices (f32 masters of the
+      // fsdp shards): the same parameters must be bf16 as on one process.
+      if (variant == 1) args.push_back("weight_dtype=bf16");
       std::vector<std::string> single_args = args;
       single_args.push_back("per_device_batch_size=" + std::to_string(2 * world().size()));
       const std::vector<std::string> axes = mesh_args(shape);
@@ -190,10 +194,15 @@ TEST(MeshTraining, TwentyStepsMatchOneProcess) {
           small_config(dir, "p1_" + label + "_rank" + std::to_string(world().rank()), single_args),
           log, nullptr);
       ASSERT_EQ(parallel.steps.size(), 20u);
-      EXPECT_LT(max_relative(losses(parallel), losses(single)), 1e-4);
+      // f32: 1e-4. bf16 storage: a master that differs in its last f32 bit
+      // (reduction order) can round to a neighbouring bf16 value, a 2^-8
+      // step of that weight; over 20 steps that reaches ~1e-4 at P = 4,
+      // mesh or not (pure expert parallelism measured 1.05e-4), so 1e-3.
+      const double tolerance = variant == 1 ? 1e-3 : 1e-4;
+      EXPECT_LT(max_relative(losses(parallel), losses(single)), tolerance);
       for (size_t i : {9, 19}) {
         EXPECT_NEAR(parallel.steps[i].eval_loss, single.steps[i].eval_loss,
-                    1e-4 * single.steps[i].eval_loss);
+                    tolerance * single.steps[i].eval_loss);
         EXPECT_EQ(parallel.steps[i].max_expert_load, single.steps[i].max_expert_load);
       }
       for (const train::StepMetrics& m : parallel.steps) {
@@ -371,6 +380,10 @@ TEST(MeshMemory, FsdpHoldsAQuarterOfTheNonExpertState) {
       static_cast<double>(one.non_expert_param_bytes + one.non_expert_optimizer_bytes);
   EXPECT_GT(whole, 0);
   EXPECT_LE(sharded, 1.1 * whole / 4) << sharded << " vs " << whole;
+  // The values alone: the shards of the matrices are bf16 as one process's
+  // matrices are (2 bytes an element), not f32.
+  EXPECT_LE(static_cast<double>(fsdp.non_expert_param_bytes),
+            1.1 * static_cast<double>(one.non_expert_param_bytes) / 4);
   // ep = 1: the experts are sharded over fsdp too.
   const double expert_sharded =
       static_cast<double>(fsdp.expert_param_bytes + fsdp.expert_optimizer_bytes);
