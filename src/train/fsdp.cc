@@ -68,6 +68,9 @@ ShardedParams::ShardedParams(std::vector<std::vector<moe::Param<float>*>> units,
     Unit& unit = units_[u];
     for (moe::Param<float>* p : model_units_[u]) {
       if (ranks_ == 1 || p->expert_sharded || !p->trainable) continue;
+      require(!p->bf16, "param", p->name,
+              "is stored as bf16 already: FSDP takes its shards from the f32 values, before the "
+              "optimizer switches the storage");
       Slot slot;
       slot.full = p;
       slot.size = shape_size(p->shape);
