@@ -1,0 +1,154 @@
+// The bf16 dot-product drivers (bf16_gmm.h). gmm: work items are (group, up
+// to kRowTilesPerItem m-tiles of its rows, n-tile), as in gmm v2; an item
+// packs each k-slice of its B tile once and reuses it for its m-tiles. tgmm:
+// one item per output tile (group, K-tile, N-tile), walking the group's
+// tokens in slices of tiles.k from its first row, as in tgmm v2. Slices of
+// the contraction are rounded up to even so no pair straddles two slices.
+#include "kernels/bf16_gmm.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/bf16_pack.h"
+#include "kernels/parallel.h"
+#include "kernels/tgmm_common.h"
+#include "kernels/workspace.h"
+
+namespace raggemm::kernels {
+namespace {
+
+constexpr int64_t kRowTilesPerItem = 4;
+
+const uint16_t* bits(const Operand& op) { return static_cast<const uint16_t*>(op.data); }
+
+bool plain_bf16(const Operand& op) { return op.dtype == DType::kBF16 && !op.scale.data; }
+
+// A per-thread buffer of `count` uint16 (workspace slots hold floats).
+uint16_t* bf16_workspace(Slot slot, int64_t count) {
+  return reinterpret_cast<uint16_t*>(workspace(slot, (count + 1) / 2));
+}
+
+int64_t even_depth(int64_t depth) { return std::max<int64_t>(2, (depth + 1) / 2 * 2); }
+
+// C[0:rows, 0:cols] (= or +=) A_packed * B_packed, B micro-panel outer so it
+// stays in L1 across the A micro-panels.
+void macro_kernel_bf16(const Bf16Microkernel& uk, int64_t kc, const uint16_t* a, int64_t rows,
+                       const uint16_t* b, int64_t cols, float* c, int64_t ldc, bool accumulate) {
+  const int64_t kp = pairs_of(kc);
+  for (int64_t j = 0; j < cols; j += uk.nr) {
+    const int width = static_cast<int>(std::min<int64_t>(uk.nr, cols - j));
+    const uint16_t* b_panel = b + (j / uk.nr) * uk.nr * kp * 2;
+    for (int64_t i = 0; i < rows; i += uk.mr) {
+      const int height = static_cast<int>(std::min<int64_t>(uk.mr, rows - i));
+      uk.run(kp, a + (i / uk.mr) * uk.mr * kp * 2, b_panel, c + i * ldc + j, ldc, height, width,
+             accumulate);
+    }
+  }
+}
+
+struct Item {
+  int64_t group;  // local group index
+  int64_t row_begin, row_end;
+  int64_t col_begin, col_end;
+};
+
+void run_gmm_item(const GmmProblem& p, const Schedule& s, const Bf16Microkernel& uk,
+                  const Item& item) {
+  const Operand rhs = p.rhs.group(item.group);
+  const int64_t kc_max = even_depth(s.tiles.k);
+  const int64_t tm = s.tiles.m;
+  const int64_t width = item.col_end - item.col_begin;
+  uint16_t* packed_b = bf16_workspace(Slot::kPackedB, bf16_packed_size(width, kc_max, uk.nr));
+  uint16_t* packed_a = bf16_workspace(Slot::kPackedA, bf16_packed_size(tm, kc_max, uk.mr));
+  for (int64_t k0 = 0; k0 < p.k; k0 += kc_max) {
+    const int64_t kc = std::min(kc_max, p.k - k0);
+    if (p.transpose_rhs) {  // rhs [N, K]: pairs along its rows
+      pack_pairs_along_rows(bits(rhs), rhs.ld, item.col_begin, width, k0, kc, uk.nr, packed_b);
+    } else {  // rhs [K, N]: pairs down its columns
+      pack_pairs_down_columns(bits(rhs), rhs.ld, k0, kc, p.k, item.col_begin, width, uk.nr,
+                              packed_b);
+    }
+    for (int64_t r0 = item.row_begin; r0 < item.row_end; r0 += tm) {
+      const int64_t rows = std::min(tm, item.row_end - r0);
+      pack_pairs_along_rows(bits(p.lhs), p.lhs.ld, r0, rows, k0, kc, uk.mr, packed_a);
+      macro_kernel_bf16(uk, kc, packed_a, rows, packed_b, width,
+                        p.out + r0 * p.n + item.col_begin, p.n, k0 > 0);
+    }
+  }
+  if (p.k == 0) {  // empty contraction: the product is zero
+    for (int64_t r = item.row_begin; r < item.row_end; ++r) {
+      std::fill_n(p.out + r * p.n + item.col_begin, width, 0.0f);
+    }
+  }
+}
+
+}  // namespace
+
+bool bf16_dot_fits(const GmmProblem& p) {
+  return plain_bf16(p.lhs) && plain_bf16(p.rhs.base) && !p.epilogue.active();
+}
+
+bool bf16_dot_fits(const TgmmProblem& p) { return plain_bf16(p.lhs) && plain_bf16(p.dout); }
+
+void bf16_gmm(const GmmProblem& p, const Schedule& s, const Bf16Microkernel& uk) {
+  // Rows no local group covers are zero.
+  const int64_t first = p.starts[p.group_offset];
+  const int64_t last = p.starts[p.group_offset + p.local_groups];
+  std::fill(p.out, p.out + first * p.n, 0.0f);
+  std::fill(p.out + last * p.n, p.out + p.m * p.n, 0.0f);
+  Schedule schedule = s;
+  schedule.tiles.m = std::max<int64_t>(uk.mr, s.tiles.m / uk.mr * uk.mr);
+  schedule.tiles.n = std::max<int64_t>(uk.nr, s.tiles.n / uk.nr * uk.nr);
+  const int64_t rows_per_item = schedule.tiles.m * kRowTilesPerItem;
+  std::vector<Item> items;
+  std::vector<int64_t> costs;
+  for (int64_t g = 0; g < p.local_groups; ++g) {
+    const int64_t begin = p.starts[p.group_offset + g];
+    const int64_t end = p.starts[p.group_offset + g + 1];
+    for (int64_t r = begin; r < end; r += rows_per_item) {
+      for (int64_t c = 0; c < p.n; c += schedule.tiles.n) {
+        Item item{g, r, std::min(end, r + rows_per_item), c, std::min(p.n, c + schedule.tiles.n)};
+        items.push_back(item);
+        // The B slice is packed whatever the rows: a few rows still cost it.
+        costs.push_back((item.row_end - item.row_begin + 8) * (item.col_end - item.col_begin));
+      }
+    }
+  }
+  parallel_items(costs, s.threads, [&](int64_t i) { run_gmm_item(p, schedule, uk, items[i]); });
+}
+
+void bf16_tgmm(const TgmmProblem& p, const Schedule& s, const Bf16Microkernel& uk) {
+  const TgmmTiling tiling = tgmm_tiling(p, s.tiles);
+  const int64_t kc_max = even_depth(s.tiles.k);
+  std::vector<int64_t> costs(static_cast<size_t>(tiling.items()));
+  for (int64_t item = 0; item < tiling.items(); ++item) {
+    const int64_t g = item / tiling.tiles_per_group();
+    costs[item] = p.starts[p.group_offset + g + 1] - p.starts[p.group_offset + g];
+  }
+  parallel_items_two_ended(costs, s.threads, [&](int64_t item) {
+    const TgmmTile tile = tiling.tile(item);
+    const int64_t begin = p.starts[p.group_offset + tile.group];
+    const int64_t end = p.starts[p.group_offset + tile.group + 1];
+    float* c = p.out + tile.group * p.k * p.n + tile.row0 * p.n + tile.col0;
+    if (end == begin) {
+      zero_tile(c, tile.rows, tile.cols, p.n);
+    } else {
+      uint16_t* packed_a =
+          bf16_workspace(Slot::kPackedA, bf16_packed_size(tile.rows, kc_max, uk.mr));
+      uint16_t* packed_b =
+          bf16_workspace(Slot::kPackedB, bf16_packed_size(tile.cols, kc_max, uk.nr));
+      for (int64_t t0 = begin; t0 < end; t0 += kc_max) {
+        const int64_t kc = std::min(kc_max, end - t0);
+        // lhs^T: packed row i is lhs column row0 + i, contracted over tokens.
+        pack_pairs_down_columns(bits(p.lhs), p.lhs.ld, t0, kc, end, tile.row0, tile.rows, uk.mr,
+                                packed_a);
+        pack_pairs_down_columns(bits(p.dout), p.dout.ld, t0, kc, end, tile.col0, tile.cols, uk.nr,
+                                packed_b);
+        macro_kernel_bf16(uk, kc, packed_a, tile.rows, packed_b, tile.cols, c, p.n, t0 > begin);
+      }
+    }
+    scale_tile(p, tile, c);
+  });
+}
+
+}  // namespace raggemm::kernels
