@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <hwy/cache_control.h>
+
 #include "kernels/bf16_pack.h"
 #include "kernels/parallel.h"
 #include "kernels/tgmm_common.h"
@@ -28,12 +30,15 @@ uint16_t* bf16_workspace(Slot slot, int64_t count) {
   return reinterpret_cast<uint16_t*>(workspace(slot, (count + 1) / 2));
 }
 
-int64_t even_depth(int64_t depth) { return std::max<int64_t>(2, (depth + 1) / 2 * 2); }
+// Depth of a slice of the contraction: twice the tiles' k, which the machine
+// model sized for packed f32 panels (the same bytes hold twice as many bf16),
+// rounded up to even.
+int64_t slice_depth(int64_t tile_k) { return std::max<int64_t>(2, tile_k * 2); }
 
 // C[0:rows, 0:cols] (= or +=) A_packed * B_packed, B micro-panel outer so it
 // stays in L1 across the A micro-panels.
 void macro_kernel_bf16(const Bf16Microkernel& uk, int64_t kc, const uint16_t* a, int64_t rows,
-                       const uint16_t* b, int64_t cols, float* c, int64_t ldc, bool accumulate) {
+                       const uint16_t* b, int64_t cols, float* c, int64_t ldc, Store store) {
   const int64_t kp = pairs_of(kc);
   for (int64_t j = 0; j < cols; j += uk.nr) {
     const int width = static_cast<int>(std::min<int64_t>(uk.nr, cols - j));
@@ -41,7 +46,7 @@ void macro_kernel_bf16(const Bf16Microkernel& uk, int64_t kc, const uint16_t* a,
     for (int64_t i = 0; i < rows; i += uk.mr) {
       const int height = static_cast<int>(std::min<int64_t>(uk.mr, rows - i));
       uk.run(kp, a + (i / uk.mr) * uk.mr * kp * 2, b_panel, c + i * ldc + j, ldc, height, width,
-             accumulate);
+             store);
     }
   }
 }
@@ -52,27 +57,43 @@ struct Item {
   int64_t col_begin, col_end;
 };
 
+// Columns of B packed and multiplied at a time by an item of one m-tile (a
+// small group): the packed chunk stays in L2 instead of a whole k-slice of
+// B being packed past it and read back (as gmm v2's small items).
+constexpr int64_t kChunkCols = 128;
+
 void run_gmm_item(const GmmProblem& p, const Schedule& s, const Bf16Microkernel& uk,
                   const Item& item) {
   const Operand rhs = p.rhs.group(item.group);
-  const int64_t kc_max = even_depth(s.tiles.k);
+  const int64_t kc_max = slice_depth(s.tiles.k);
   const int64_t tm = s.tiles.m;
   const int64_t width = item.col_end - item.col_begin;
-  uint16_t* packed_b = bf16_workspace(Slot::kPackedB, bf16_packed_size(width, kc_max, uk.nr));
+  const bool one_tile = item.row_end - item.row_begin <= tm;
+  const int64_t chunk = one_tile ? std::min(kChunkCols, width) : width;
+  uint16_t* packed_b = bf16_workspace(Slot::kPackedB, bf16_packed_size(chunk, kc_max, uk.nr));
   uint16_t* packed_a = bf16_workspace(Slot::kPackedA, bf16_packed_size(tm, kc_max, uk.mr));
   for (int64_t k0 = 0; k0 < p.k; k0 += kc_max) {
     const int64_t kc = std::min(kc_max, p.k - k0);
-    if (p.transpose_rhs) {  // rhs [N, K]: pairs along its rows
-      pack_pairs_along_rows(bits(rhs), rhs.ld, item.col_begin, width, k0, kc, uk.nr, packed_b);
-    } else {  // rhs [K, N]: pairs down its columns
-      pack_pairs_down_columns(bits(rhs), rhs.ld, k0, kc, p.k, item.col_begin, width, uk.nr,
-                              packed_b);
+    const Store store = k0 > 0 ? Store::kAccumulate : Store::kOverwrite;
+    if (one_tile) {  // A once, then B chunk by chunk
+      const int64_t rows = item.row_end - item.row_begin;
+      pack_pairs_along_rows(bits(p.lhs), p.lhs.ld, item.row_begin, rows, k0, kc, uk.mr, packed_a);
     }
-    for (int64_t r0 = item.row_begin; r0 < item.row_end; r0 += tm) {
-      const int64_t rows = std::min(tm, item.row_end - r0);
-      pack_pairs_along_rows(bits(p.lhs), p.lhs.ld, r0, rows, k0, kc, uk.mr, packed_a);
-      macro_kernel_bf16(uk, kc, packed_a, rows, packed_b, width,
-                        p.out + r0 * p.n + item.col_begin, p.n, k0 > 0);
+    for (int64_t c0 = item.col_begin; c0 < item.col_end; c0 += chunk) {
+      const int64_t cols = std::min(chunk, item.col_end - c0);
+      if (p.transpose_rhs) {  // rhs [N, K]: pairs along its rows
+        pack_pairs_along_rows(bits(rhs), rhs.ld, c0, cols, k0, kc, uk.nr, packed_b);
+      } else {  // rhs [K, N]: pairs down its columns
+        pack_pairs_down_columns(bits(rhs), rhs.ld, k0, kc, p.k, c0, cols, uk.nr, packed_b);
+      }
+      for (int64_t r0 = item.row_begin; r0 < item.row_end; r0 += tm) {
+        const int64_t rows = std::min(tm, item.row_end - r0);
+        if (!one_tile) {
+          pack_pairs_along_rows(bits(p.lhs), p.lhs.ld, r0, rows, k0, kc, uk.mr, packed_a);
+        }
+        macro_kernel_bf16(uk, kc, packed_a, rows, packed_b, cols, p.out + r0 * p.n + c0, p.n,
+                          store);
+      }
     }
   }
   if (p.k == 0) {  // empty contraction: the product is zero
@@ -119,7 +140,7 @@ void bf16_gmm(const GmmProblem& p, const Schedule& s, const Bf16Microkernel& uk)
 
 void bf16_tgmm(const TgmmProblem& p, const Schedule& s, const Bf16Microkernel& uk) {
   const TgmmTiling tiling = tgmm_tiling(p, s.tiles);
-  const int64_t kc_max = even_depth(s.tiles.k);
+  const int64_t kc_max = slice_depth(s.tiles.k);
   std::vector<int64_t> costs(static_cast<size_t>(tiling.items()));
   for (int64_t item = 0; item < tiling.items(); ++item) {
     const int64_t g = item / tiling.tiles_per_group();
@@ -137,6 +158,9 @@ void bf16_tgmm(const TgmmProblem& p, const Schedule& s, const Bf16Microkernel& u
           bf16_workspace(Slot::kPackedA, bf16_packed_size(tile.rows, kc_max, uk.mr));
       uint16_t* packed_b =
           bf16_workspace(Slot::kPackedB, bf16_packed_size(tile.cols, kc_max, uk.nr));
+      // A group whose tokens fit one slice writes its tile once, final:
+      // streaming stores skip reading the output lines first (as tgmm v2).
+      const bool stream = end - begin <= kc_max && !p.out_group_scale;
       for (int64_t t0 = begin; t0 < end; t0 += kc_max) {
         const int64_t kc = std::min(kc_max, end - t0);
         // lhs^T: packed row i is lhs column row0 + i, contracted over tokens.
@@ -144,8 +168,12 @@ void bf16_tgmm(const TgmmProblem& p, const Schedule& s, const Bf16Microkernel& u
                                 packed_a);
         pack_pairs_down_columns(bits(p.dout), p.dout.ld, t0, kc, end, tile.col0, tile.cols, uk.nr,
                                 packed_b);
-        macro_kernel_bf16(uk, kc, packed_a, tile.rows, packed_b, tile.cols, c, p.n, t0 > begin);
+        macro_kernel_bf16(uk, kc, packed_a, tile.rows, packed_b, tile.cols, c, p.n,
+                          t0 > begin ? Store::kAccumulate
+                          : stream   ? Store::kStream
+                                     : Store::kOverwrite);
       }
+      if (stream) hwy::FlushStream();
     }
     scale_tile(p, tile, c);
   });

@@ -35,7 +35,8 @@ float dot_pair(float acc, const uint16_t* a, const uint16_t* b) {
 }
 
 void scalar_run(int64_t kp, const uint16_t* a, const uint16_t* b, float* c, int64_t ldc, int rows,
-                int cols, bool accumulate) {
+                int cols, Store store) {
+  const bool accumulate = store == Store::kAccumulate;
   float acc[kScalarMR][kScalarNR] = {};
   for (int64_t p = 0; p < kp; ++p) {
     const uint16_t* ap = a + p * kScalarMR * 2;

@@ -27,10 +27,15 @@
 #include <string>
 #include <vector>
 
+#include "kernels/microkernel.h"
+
 namespace raggemm::kernels {
 
+// store as in microkernel.h: kOverwrite, kAccumulate (C + acc), or kStream
+// (overwrite with non-temporal stores where a row is whole and aligned; the
+// caller fences with hwy::FlushStream() before publishing).
 using Bf16MicrokernelFn = void (*)(int64_t kp, const uint16_t* a, const uint16_t* b, float* c,
-                                   int64_t ldc, int rows, int cols, bool accumulate);
+                                   int64_t ldc, int rows, int cols, Store store);
 
 struct Bf16Microkernel {
   int mr = 0;

@@ -6,6 +6,7 @@
 #include "kernels/bf16_microkernel.h"
 
 #include <array>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
@@ -31,7 +32,7 @@ inline int32_t load_pair(const uint16_t* p) {
 
 template <int R>
 RAGGEMM_AVX512BF16 void tile(int64_t kp, const uint16_t* a, const uint16_t* b, float* c,
-                             int64_t ldc, int cols, bool accumulate) {
+                             int64_t ldc, int cols, Store store) {
   __m512 acc0[R], acc1[R];
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
@@ -49,6 +50,21 @@ RAGGEMM_AVX512BF16 void tile(int64_t kp, const uint16_t* a, const uint16_t* b, f
       acc1[i] = _mm512_dpbf16_ps(acc1[i], ai, b1);
     }
   }
+  if (store == Store::kStream && cols == kNR) {
+#pragma GCC unroll 16
+    for (int i = 0; i < R; ++i) {
+      float* row = c + i * ldc;
+      if (reinterpret_cast<uintptr_t>(row) % 64 == 0) {
+        _mm512_stream_ps(row, acc0[i]);
+        _mm512_stream_ps(row + 16, acc1[i]);
+      } else {
+        _mm512_storeu_ps(row, acc0[i]);
+        _mm512_storeu_ps(row + 16, acc1[i]);
+      }
+    }
+    return;
+  }
+  const bool accumulate = store == Store::kAccumulate;
   const int cols0 = cols < 16 ? cols : 16;
   const int cols1 = cols - cols0;
   const __mmask16 mask0 = static_cast<__mmask16>((1u << cols0) - 1u);
@@ -68,14 +84,14 @@ RAGGEMM_AVX512BF16 void tile(int64_t kp, const uint16_t* a, const uint16_t* b, f
 
 template <int... R>
 constexpr auto table(std::integer_sequence<int, R...>) {
-  using Fn = void (*)(int64_t, const uint16_t*, const uint16_t*, float*, int64_t, int, bool);
+  using Fn = void (*)(int64_t, const uint16_t*, const uint16_t*, float*, int64_t, int, Store);
   return std::array<Fn, sizeof...(R)>{&tile<R + 1>...};
 }
 
 void run(int64_t kp, const uint16_t* a, const uint16_t* b, float* c, int64_t ldc, int rows,
-         int cols, bool accumulate) {
+         int cols, Store store) {
   static constexpr auto kByRows = table(std::make_integer_sequence<int, kMR>{});
-  kByRows[rows - 1](kp, a, b, c, ldc, cols, accumulate);
+  kByRows[rows - 1](kp, a, b, c, ldc, cols, store);
 }
 
 }  // namespace
