@@ -37,9 +37,24 @@ int64_t slice_depth(int64_t tile_k) { return std::max<int64_t>(2, tile_k * 2); }
 
 // C[0:rows, 0:cols] (= or +=) A_packed * B_packed, B micro-panel outer so it
 // stays in L1 across the A micro-panels.
+// Streamed tiles of a contraction this short are bound by their stores; they
+// go along the rows instead (as macro_kernel.cc's row bands).
+constexpr int64_t kRowBandMaxDepth = 16;
+
 void macro_kernel_bf16(const Bf16Microkernel& uk, int64_t kc, const uint16_t* a, int64_t rows,
                        const uint16_t* b, int64_t cols, float* c, int64_t ldc, Store store) {
   const int64_t kp = pairs_of(kc);
+  if (store == Store::kStream && kc <= kRowBandMaxDepth) {
+    for (int64_t i = 0; i < rows; i += uk.mr) {
+      const int height = static_cast<int>(std::min<int64_t>(uk.mr, rows - i));
+      for (int64_t j = 0; j < cols; j += uk.nr) {
+        const int width = static_cast<int>(std::min<int64_t>(uk.nr, cols - j));
+        uk.run(kp, a + (i / uk.mr) * uk.mr * kp * 2, b + (j / uk.nr) * uk.nr * kp * 2,
+               c + i * ldc + j, ldc, height, width, store);
+      }
+    }
+    return;
+  }
   for (int64_t j = 0; j < cols; j += uk.nr) {
     const int width = static_cast<int>(std::min<int64_t>(uk.nr, cols - j));
     const uint16_t* b_panel = b + (j / uk.nr) * uk.nr * kp * 2;
