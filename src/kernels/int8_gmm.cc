@@ -162,6 +162,27 @@ void pack_a(const int8_t* a, int64_t k, int64_t r0, int64_t rows, int mr, bool b
   }
 }
 
+// The same panels with int16 codes (kernels with a_int16): sign-extended
+// here once per item, so the kernel broadcasts a row's quad with one load.
+void pack_a_int16(const int8_t* a, int64_t k, int64_t r0, int64_t rows, int mr, int16_t* dst) {
+  const int64_t kq = quads(k);
+  const int64_t panels = (rows + mr - 1) / mr;
+  const int64_t stride = static_cast<int64_t>(mr) * 4;
+  for (int64_t i = 0; i < panels * mr; ++i) {
+    int16_t* out = dst + (i / mr) * kq * stride + (i % mr) * 4;
+    if (i >= rows) {
+      for (int64_t p = 0; p < kq; ++p) std::memset(out + p * stride, 0, 4 * sizeof(int16_t));
+      continue;
+    }
+    const int8_t* row = a + (r0 + i) * k;
+    int64_t kk = 0;
+    for (int64_t p = 0; p < kq; ++p, kk += 4) {
+      int16_t* quad = out + p * stride;
+      for (int t = 0; t < 4; ++t) quad[t] = kk + t < k ? row[kk + t] : int16_t{0};
+    }
+  }
+}
+
 void run_item(const Int8GmmProblem& p, const Schedule& s, const Int8Microkernel& uk,
               const Item& item) {
   ThreadBuffers& buffers = thread_buffers();
@@ -173,8 +194,14 @@ void run_item(const Int8GmmProblem& p, const Schedule& s, const Int8Microkernel&
   const int64_t a_panels_item = (item_rows + uk.mr - 1) / uk.mr;
   const int64_t b_panels_max = (tn + uk.nr - 1) / uk.nr;
   // A for all of the item's rows, packed once and reused for every n-tile.
-  uint8_t* packed_a = buffers.packed_a.get<uint8_t>(a_panels_item * kq * uk.mr * 4);
-  pack_a(p.lhs, p.k, item.row_begin, item_rows, uk.mr, uk.biased_a, packed_a);
+  const int64_t a_code_bytes = uk.a_int16 ? 2 : 1;
+  uint8_t* packed_a =
+      buffers.packed_a.get<uint8_t>(a_panels_item * kq * uk.mr * 4 * a_code_bytes);
+  if (uk.a_int16) {
+    pack_a_int16(p.lhs, p.k, item.row_begin, item_rows, uk.mr, reinterpret_cast<int16_t*>(packed_a));
+  } else {
+    pack_a(p.lhs, p.k, item.row_begin, item_rows, uk.mr, uk.biased_a, packed_a);
+  }
   int8_t* packed_b = buffers.packed_b.get<int8_t>(b_panels_max * kq * uk.nr * 4);
   int32_t* column_sums = buffers.column_sums.get<int32_t>(3 * b_panels_max * uk.nr);
   int32_t* correction = column_sums + b_panels_max * uk.nr;
@@ -209,7 +236,8 @@ void run_item(const Int8GmmProblem& p, const Schedule& s, const Int8Microkernel&
           const int8_t* b = packed_b + (jb * kq + q0) * uk.nr * 4;
           for (int64_t ib = 0; ib < a_panels; ++ib) {
             const int prows = static_cast<int>(std::min<int64_t>(uk.mr, rows - ib * uk.mr));
-            const uint8_t* a = packed_a + ((first_panel + ib) * kq + q0) * uk.mr * 4;
+            const uint8_t* a =
+                packed_a + ((first_panel + ib) * kq + q0) * uk.mr * 4 * a_code_bytes;
             uk.run(qc, a, b, acc + ib * uk.mr * width + jb * uk.nr, width, prows, cols, accumulate);
           }
         }
