@@ -13,6 +13,7 @@
 
 #include <omp.h>
 
+#include "ops/int8_encode.h"
 #include "raggemm/error.h"
 #include "raggemm/fp8.h"
 
@@ -172,18 +173,6 @@ RAGGEMM_QUANT_CLONES float absmax_bits(const float* src, int64_t count, float st
   return result;
 }
 
-// Written with compares the way minps/maxps behave, so it vectorizes.
-RAGGEMM_QUANT_CLONES void encode_int8_f32(const float* src, int64_t count, float scale,
-                                          int8_t* out) {
-  constexpr float kMagic = 12582912.0f;
-  for (int64_t j = 0; j < count; ++j) {
-    float q = src[j] / scale;
-    q = q < -127.0f ? -127.0f : q;
-    q = q > 127.0f ? 127.0f : q;
-    out[j] = static_cast<int8_t>(static_cast<int32_t>((q + kMagic) - kMagic));
-  }
-}
-
 template <class Load>
 void encode_int8_span(Load load, int64_t count, float scale, int8_t* out) {
   for (int64_t j = 0; j < count; ++j) out[j] = encode_int8(load(j) / scale);
@@ -197,7 +186,7 @@ void encode_span(const TensorView& input, QuantType type, int64_t offset, int64_
   if (contiguous_f32) {
     const float* src = input.as<const float>() + offset;
     if (type == QuantType::kInt8) {
-      encode_int8_f32(src, count, scale, static_cast<int8_t*>(out));
+      ops::encode_int8_span(src, count, scale, static_cast<int8_t*>(out));
     } else {
       fp8_encode_span(quant_storage_dtype(type), src, count, scale, static_cast<uint8_t*>(out));
     }
