@@ -251,6 +251,38 @@ QuantizedTensor quantize(const TensorView& input, QuantType type, const Granular
   bool failed = false;
 
   if (static_range) std::fill(scales, scales + result.scales.numel(), *static_range / type_max);
+  // The largest |x| of a span from `start` (bits compared: NaN above inf);
+  // records the span's first non-finite element in *bad.
+  auto span_absmax = [&](int64_t offset, int64_t stride, int64_t flat, int64_t count, float start,
+                         int64_t* bad) {
+    float absmax = start;
+    bool finite = true;
+    if (input.dtype == DType::kF32 && stride == 1) {  // the vectorizable common case
+      absmax = absmax_bits(input.as<const float>() + offset, count, absmax);
+      finite = absmax <= std::numeric_limits<float>::max();  // false for inf and NaN
+    } else {
+      for (int64_t j = 0; j < count; ++j) {
+        const float magnitude = std::fabs(load_input(input, offset + j * stride));
+        finite &= magnitude <= std::numeric_limits<float>::max();
+        absmax = magnitude > absmax ? magnitude : absmax;
+      }
+    }
+    if (!finite) {
+      for (int64_t j = 0; j < count && *bad == kNone; ++j) {
+        if (!std::isfinite(load_input(input, offset + j * stride))) *bad = flat + j;
+      }
+    }
+    return absmax;
+  };
+  // A zero cell (or one so small its scale underflows) gets scale 1 and zero codes.
+  auto scale_of = [&](float absmax) {
+    const float scale = absmax / type_max;
+    return scale > 0.0f ? scale : 1.0f;
+  };
+  auto encode = [&](int64_t offset, int64_t stride, int64_t flat, int64_t count, int64_t cell) {
+    encode_span(input, type, offset, stride, count, scales[cell], out + flat);  // 1-byte codes
+  };
+
 #pragma omp parallel num_threads(team)
   {
     const int t = omp_get_thread_num();
@@ -258,66 +290,49 @@ QuantizedTensor quantize(const TensorView& input, QuantType type, const Granular
     const int64_t begin = share.first, end = share.second;
     int64_t& bad = first_bad[static_cast<size_t>(t)];
     if (static_range) {
-      if (type == QuantType::kInt8) {  // int8 has no NaN code: find the first NaN
-        for_each_span(layout, begin, end,
-                      [&](int64_t offset, int64_t stride, int64_t flat, int64_t count, int64_t) {
+      // Scales are set; int8 has no NaN code, so each span is checked first.
+      for_each_span(layout, begin, end,
+                    [&](int64_t offset, int64_t stride, int64_t flat, int64_t count, int64_t cell) {
+                      if (bad != kNone) return;
+                      if (type == QuantType::kInt8) {
                         for (int64_t j = 0; j < count && bad == kNone; ++j) {
                           if (std::isnan(load_input(input, offset + j * stride))) bad = flat + j;
                         }
-                      });
-      }
-    } else if (split_maxima || t == 0) {
-      // Dynamic absmax per cell (the scale buffer holds the maxima first).
-      const int64_t from = split_maxima ? begin : 0;
-      const int64_t to = split_maxima ? end : rows;
-      // The cells of these rows start at 0 (absmax_bits compares bits).
-      for_each_span(layout, from, to, [&](int64_t, int64_t, int64_t, int64_t, int64_t cell) {
-        scales[cell] = 0.0f;
-      });
-      for_each_span(
-          layout, from, to,
-          [&](int64_t offset, int64_t stride, int64_t flat, int64_t count, int64_t cell) {
-            if (bad != kNone) return;
-            float absmax = scales[cell];
-            bool finite = true;
-            if (input.dtype == DType::kF32 && stride == 1) {  // the vectorizable common case
-              absmax = absmax_bits(input.as<const float>() + offset, count, absmax);
-              finite = absmax <= std::numeric_limits<float>::max();  // false for inf and NaN
-            } else {
-              for (int64_t j = 0; j < count; ++j) {
-                const float magnitude = std::fabs(load_input(input, offset + j * stride));
-                finite &= magnitude <= std::numeric_limits<float>::max();
-                absmax = magnitude > absmax ? magnitude : absmax;
-              }
-            }
-            if (!finite) {
-              for (int64_t j = 0; j < count && bad == kNone; ++j) {
-                if (!std::isfinite(load_input(input, offset + j * stride))) bad = flat + j;
-              }
-            }
-            scales[cell] = absmax;
-          });
-    }
-#pragma omp barrier
-#pragma omp single
-    {
-      failed = *std::min_element(first_bad.begin(), first_bad.end()) != kNone;
-      if (!static_range && !failed) {
-        for (int64_t i = 0; i < result.scales.numel(); ++i) {
-          const float scale = scales[i] / type_max;
-          // A zero cell (or one so small its scale underflows) gets scale 1 and zero codes.
-          scales[i] = scale > 0.0f ? scale : 1.0f;
-        }
-      }
-    }  // (the single's barrier: every thread sees the scales and `failed`)
-    if (!failed) {
+                        if (bad != kNone) return;
+                      }
+                      encode(offset, stride, flat, count, cell);
+                    });
+    } else if (split_maxima) {
+      // Each span is one whole cell: its maximum, scale and codes in one
+      // visit, while the span is still in cache, and no thread waits.
       for_each_span(layout, begin, end,
                     [&](int64_t offset, int64_t stride, int64_t flat, int64_t count, int64_t cell) {
-                      void* dst = out + flat;  // every storage type is one byte
-                      encode_span(input, type, offset, stride, count, scales[cell], dst);
+                      if (bad != kNone) return;
+                      const float absmax = span_absmax(offset, stride, flat, count, 0.0f, &bad);
+                      if (bad != kNone) return;
+                      scales[cell] = scale_of(absmax);
+                      encode(offset, stride, flat, count, cell);
                     });
+    } else {
+      // Cells span rows: one thread finds the maxima (in the scale buffer,
+      // zero from the Tensor), then all encode.
+#pragma omp single
+      {
+        for_each_span(layout, 0, rows,
+                      [&](int64_t offset, int64_t stride, int64_t flat, int64_t count,
+                          int64_t cell) {
+                        if (bad != kNone) return;
+                        scales[cell] = span_absmax(offset, stride, flat, count, scales[cell], &bad);
+                      });
+        failed = bad != kNone;
+        if (!failed) {
+          for (int64_t i = 0; i < result.scales.numel(); ++i) scales[i] = scale_of(scales[i]);
+        }
+      }  // (the single's barrier: every thread sees the scales and `failed`)
+      if (!failed) for_each_span(layout, begin, end, encode);
     }
   }
+  failed = *std::min_element(first_bad.begin(), first_bad.end()) != kNone;
   if (failed) {
     const int64_t element = *std::min_element(first_bad.begin(), first_bad.end());
     if (static_range) {
