@@ -92,6 +92,31 @@ RAGGEMM_FP8_AVX512 void avx512_span(const uint8_t* src, int64_t count, float sca
   }
 }
 
+// Panels: one call per source row, the panel loop inside (a call per
+// panel of 32 columns cost about as much as decoding them).
+template <bool kE5M2>
+RAGGEMM_FP8_AVX512 void avx512_panels(const uint8_t* src, int64_t cols, int nr,
+                                      int64_t panel_stride, float scale, const float* col_scales,
+                                      float* dst) {
+  const __m512 s = _mm512_set1_ps(scale);
+  for (int64_t j0 = 0; j0 < cols; j0 += nr) {
+    float* panel = dst + (j0 / nr) * panel_stride;
+    for (int64_t j = 0; j < nr; j += 16) {
+      const int64_t left = cols - j0 - j;
+      const __mmask16 mask = left >= 16 ? __mmask16(0xffff)
+                             : left <= 0 ? __mmask16(0)
+                                         : __mmask16((1u << left) - 1u);
+      const __m512i codes = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mask, src + j0 + j));
+      __m512 v = _mm512_mul_ps(decode16<kE5M2>(codes), s);
+      if (col_scales) v = _mm512_mul_ps(v, _mm512_maskz_loadu_ps(mask, col_scales + j0 + j));
+      // Columns past `cols` are zero (the masked lanes).
+      const int64_t lanes = std::min<int64_t>(16, nr - j);
+      _mm512_mask_storeu_ps(panel + j, __mmask16((1u << lanes) - 1u),
+                            _mm512_maskz_mov_ps(mask, v));
+    }
+  }
+}
+
 template <bool kE5M2>
 RAGGEMM_FP8_AVX2 inline __m256 decode8(__m256i codes) {
   using F = Format<kE5M2>;
@@ -138,44 +163,62 @@ RAGGEMM_FP8_AVX2 void avx2_span(const uint8_t* src, int64_t count, float scale,
 }
 #endif
 
+using PanelsFn = void (*)(const uint8_t*, int64_t, int, int64_t, float, const float*, float*);
+
+// Panels through a span decoder, a call per panel (AVX2 and scalar).
+template <SpanFn kSpan>
+void panels_by_span(const uint8_t* src, int64_t cols, int nr, int64_t panel_stride, float scale,
+                    const float* col_scales, float* dst) {
+  for (int64_t j = 0; j < cols; j += nr) {
+    const int64_t width = std::min<int64_t>(nr, cols - j);
+    float* panel = dst + (j / nr) * panel_stride;
+    kSpan(src + j, width, scale, col_scales ? col_scales + j : nullptr, panel);
+    if (width < nr) std::fill(panel + width, panel + nr, 0.0f);
+  }
+}
+
 struct Chosen {
-  SpanFn e4m3, e5m2;
+  SpanFn span[2];      // e4m3, e5m2
+  PanelsFn panels[2];  // e4m3, e5m2
 };
 
 Chosen choose() {
 #ifdef RAGGEMM_FP8_X86
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl")) {
-    return {&avx512_span<false>, &avx512_span<true>};
+    return {{&avx512_span<false>, &avx512_span<true>},
+            {&avx512_panels<false>, &avx512_panels<true>}};
   }
-  if (__builtin_cpu_supports("avx2")) return {&avx2_span<false>, &avx2_span<true>};
+  if (__builtin_cpu_supports("avx2")) {
+    return {{&avx2_span<false>, &avx2_span<true>},
+            {&panels_by_span<&avx2_span<false>>, &panels_by_span<&avx2_span<true>>}};
+  }
 #endif
-  return {&scalar_span_of<false>, &scalar_span_of<true>};
+  return {{&scalar_span_of<false>, &scalar_span_of<true>},
+          {&panels_by_span<&scalar_span_of<false>>, &panels_by_span<&scalar_span_of<true>>}};
 }
 
-SpanFn span_fn(DType dtype) {
-  static const Chosen chosen = choose();
-  if (dtype == DType::kF8E4M3) return chosen.e4m3;
-  if (dtype == DType::kF8E5M2) return chosen.e5m2;
+int format_index(DType dtype) {
+  if (dtype == DType::kF8E4M3) return 0;
+  if (dtype == DType::kF8E5M2) return 1;
   fail("dtype", dtype_name(dtype), "not an fp8 type (expected fp8_e4m3 or fp8_e5m2)");
+}
+
+const Chosen& chosen() {
+  static const Chosen kChosen = choose();
+  return kChosen;
 }
 
 }  // namespace
 
 void decode_fp8_span(DType dtype, const uint8_t* src, int64_t count, float scale,
                      const float* col_scales, float* out) {
-  span_fn(dtype)(src, count, scale, col_scales, out);
+  chosen().span[format_index(dtype)](src, count, scale, col_scales, out);
 }
 
 void decode_fp8_panels(DType dtype, const uint8_t* src, int64_t cols, int nr,
                        int64_t panel_stride, float scale, const float* col_scales, float* dst) {
-  const SpanFn decode = span_fn(dtype);
-  for (int64_t j = 0; j < cols; j += nr) {
-    const int64_t width = std::min<int64_t>(nr, cols - j);
-    float* panel = dst + (j / nr) * panel_stride;
-    decode(src + j, width, scale, col_scales ? col_scales + j : nullptr, panel);
-    if (width < nr) std::fill(panel + width, panel + nr, 0.0f);
-  }
+  chosen().panels[format_index(dtype)](src, cols, nr, panel_stride, scale, col_scales, dst);
 }
 
 bool decode_fp8_span_on(const char* isa, DType dtype, const uint8_t* src, int64_t count,

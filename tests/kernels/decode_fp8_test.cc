@@ -59,8 +59,8 @@ TEST(DecodeFp8, AllCodesBothFormatsEveryImplementation) {
 }
 
 TEST(DecodeFp8, PanelsMatchTheSpanLaidOutAsPackB) {
-  const int nr = 16;
-  const int64_t cols = 37, panels = 3, kc = 5;  // ragged last panel
+  for (const int nr : {16, 32, 8}) {
+  const int64_t cols = 37, panels = (cols + nr - 1) / nr, kc = 5;  // ragged last panel
   std::vector<uint8_t> row(cols);
   for (int64_t j = 0; j < cols; ++j) row[j] = static_cast<uint8_t>(j * 29 + 3);
   std::vector<float> span(cols);
@@ -75,6 +75,13 @@ TEST(DecodeFp8, PanelsMatchTheSpanLaidOutAsPackB) {
     } else {
       EXPECT_EQ(got, 0.0f) << "padding column " << j;
     }
+  }
+  // Nothing written outside this k step's rows of the panels.
+  for (int64_t e = 0; e < panels * nr * kc; ++e) {
+    if ((e % (nr * kc)) / nr != p) {
+      ASSERT_EQ(dst[e], -1.0f) << "nr " << nr << " element " << e;
+    }
+  }
   }
 }
 
