@@ -108,10 +108,22 @@ void pack_b(const Operand& src, bool transposed, int64_t k0, int64_t kc, int64_t
     return;
   }
   if (!transposed && fp8_rows_decode_in_place(src)) {
-    // fp8 decodes straight into the panels: no staging row to copy.
+    // fp8 decodes straight into the panels: no staging row to copy. A row
+    // of a chunk is a few lines, then a jump of a whole weight row, which
+    // the hardware prefetcher does not follow: from DRAM this ran at 2.4x
+    // f32's time for 1/4 of its bytes. Rows kAhead ahead are prefetched.
+    constexpr int64_t kAhead = 16;
     const OperandScale& s = src.scale;
+    const uint8_t* codes = static_cast<const uint8_t*>(src.data);
+    auto prefetch_row = [&](int64_t row) {
+      const uint8_t* first = codes + row * src.ld + n0;
+      for (int64_t b = 0; b < cols; b += 64) __builtin_prefetch(first + b);
+      __builtin_prefetch(first + cols - 1);
+    };
+    for (int64_t p = 0; p < std::min(kAhead, kc); ++p) prefetch_row(k0 + p);
     for (int64_t p = 0; p < kc; ++p) {
       const int64_t row = k0 + p;
+      if (p + kAhead < kc) prefetch_row(row + kAhead);
       const float* row_scales = s.data ? s.data + (row / s.row_block) * s.row_stride : nullptr;
       const bool per_column = row_scales && s.col_stride != 0;
       decode_fp8_panels(src.dtype, static_cast<const uint8_t*>(src.data) + row * src.ld + n0, cols,
