@@ -92,27 +92,37 @@ int64_t interleave_quads(const int8_t* const rows[4], int64_t cols, int8_t* out)
 // B panels for columns [c0, c0 + width) of a [K, N] row-major matrix: panel
 // q holds columns c0 + q*nr .. in the quad layout, over all of K. Loops run
 // over contiguous bytes without divisions: packing reads every weight byte
-// once per item, so it must stay cheap.
+// once per item, so it must stay cheap. Quads go outermost, so the source
+// is read 4 whole row spans at a time (panel by panel, each row gave up
+// half a line and jumped N bytes: the hardware prefetcher did not keep up),
+// with the rows kAheadQuads quads ahead prefetched.
 void pack_b(const int8_t* b, int64_t k, int64_t n, int64_t c0, int64_t width, int nr, int8_t* dst) {
+  constexpr int64_t kAheadQuads = 4;
   const int64_t kq = quads(k);
   const int64_t panels = (width + nr - 1) / nr;
   static const int8_t kZeros[64] = {};  // >= any nr
-  for (int64_t q = 0; q < panels; ++q) {
-    const int64_t cols = std::min<int64_t>(nr, width - q * nr);
-    const int64_t col0 = c0 + q * nr;
-    for (int64_t p = 0; p < kq; ++p) {
-      const int8_t* rows[4];
-      for (int t = 0; t < 4; ++t) {
-        const int64_t kk = 4 * p + t;
-        rows[t] = kk < k ? b + kk * n + col0 : kZeros;
-      }
+  for (int64_t p = 0; p < kq; ++p) {
+    for (int64_t kk = 4 * (p + kAheadQuads); kk < std::min(k, 4 * (p + kAheadQuads + 1)); ++kk) {
+      const int8_t* ahead = b + kk * n + c0;
+      for (int64_t j = 0; j < width; j += 64) __builtin_prefetch(ahead + j);
+      __builtin_prefetch(ahead + width - 1);
+    }
+    const int8_t* rows[4];
+    for (int t = 0; t < 4; ++t) {
+      const int64_t kk = 4 * p + t;
+      rows[t] = kk < k ? b + kk * n + c0 : kZeros;
+    }
+    for (int64_t q = 0; q < panels; ++q) {
+      const int64_t cols = std::min<int64_t>(nr, width - q * nr);
+      const int8_t* panel_rows[4];
+      for (int t = 0; t < 4; ++t) panel_rows[t] = rows[t] == kZeros ? kZeros : rows[t] + q * nr;
       int8_t* out = dst + (q * kq + p) * nr * 4;
-      int64_t j = interleave_quads(rows, cols, out);
+      int64_t j = interleave_quads(panel_rows, cols, out);
       for (; j < cols; ++j) {
-        out[j * 4 + 0] = rows[0][j];
-        out[j * 4 + 1] = rows[1][j];
-        out[j * 4 + 2] = rows[2][j];
-        out[j * 4 + 3] = rows[3][j];
+        out[j * 4 + 0] = panel_rows[0][j];
+        out[j * 4 + 1] = panel_rows[1][j];
+        out[j * 4 + 2] = panel_rows[2][j];
+        out[j * 4 + 3] = panel_rows[3][j];
       }
       if (cols < nr) std::memset(out + cols * 4, 0, static_cast<size_t>((nr - cols) * 4));
     }
