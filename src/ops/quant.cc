@@ -13,6 +13,7 @@
 
 #include <omp.h>
 
+#include "ops/fp8_encode.h"
 #include "ops/int8_encode.h"
 #include "raggemm/error.h"
 #include "raggemm/fp8.h"
@@ -188,7 +189,8 @@ void encode_span(const TensorView& input, QuantType type, int64_t offset, int64_
     if (type == QuantType::kInt8) {
       ops::encode_int8_span(src, count, scale, static_cast<int8_t*>(out));
     } else {
-      fp8_encode_span(quant_storage_dtype(type), src, count, scale, static_cast<uint8_t*>(out));
+      ops::encode_fp8_span(quant_storage_dtype(type), src, count, scale,
+                           static_cast<uint8_t*>(out));
     }
     return;
   }
