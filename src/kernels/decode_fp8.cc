@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/simd_family.h"
 #include "raggemm/error.h"
 #include "raggemm/fp8.h"
 
@@ -182,20 +183,32 @@ struct Chosen {
   PanelsFn panels[2];  // e4m3, e5m2
 };
 
-Chosen choose() {
+// Level 2: AVX-512, 1: AVX2, 0: portable; each only where the CPU has it.
+Chosen implementations(int level) {
 #ifdef RAGGEMM_FP8_X86
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl")) {
+  if (level == 2) {
     return {{&avx512_span<false>, &avx512_span<true>},
             {&avx512_panels<false>, &avx512_panels<true>}};
   }
-  if (__builtin_cpu_supports("avx2")) {
+  if (level == 1) {
     return {{&avx2_span<false>, &avx2_span<true>},
             {&panels_by_span<&avx2_span<false>>, &panels_by_span<&avx2_span<true>>}};
   }
 #endif
+  (void)level;
   return {{&scalar_span_of<false>, &scalar_span_of<true>},
           {&panels_by_span<&scalar_span_of<false>>, &panels_by_span<&scalar_span_of<true>>}};
+}
+
+int cpu_level() {
+#ifdef RAGGEMM_FP8_X86
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl")) {
+    return 2;
+  }
+  if (__builtin_cpu_supports("avx2")) return 1;
+#endif
+  return 0;
 }
 
 int format_index(DType dtype) {
@@ -204,9 +217,13 @@ int format_index(DType dtype) {
   fail("dtype", dtype_name(dtype), "not an fp8 type (expected fp8_e4m3 or fp8_e5m2)");
 }
 
+// The CPU's best, lowered to what the f32 dispatch may use now.
 const Chosen& chosen() {
-  static const Chosen kChosen = choose();
-  return kChosen;
+  static const int kCpu = cpu_level();
+  static const Chosen kByLevel[3] = {implementations(0), implementations(kCpu >= 1 ? 1 : 0),
+                                     implementations(kCpu)};
+  const int allowed = avx512_family_allowed() ? 2 : avx2_family_allowed() ? 1 : 0;
+  return kByLevel[std::min(kCpu, allowed)];
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "kernels/simd_family.h"
 #include "raggemm/fp8.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -80,7 +81,8 @@ void encode_avx512_of(DType dtype, const float* src, int64_t count, float diviso
 void encode_fp8_span(DType dtype, const float* src, int64_t count, float divisor, uint8_t* out) {
 #ifdef RAGGEMM_FP8_ENCODE_X86
   static const bool avx512 = has_avx512();
-  if (avx512 && (dtype == DType::kF8E4M3 || dtype == DType::kF8E5M2)) {
+  if (avx512 && kernels::avx512_family_allowed() &&
+      (dtype == DType::kF8E4M3 || dtype == DType::kF8E5M2)) {
     encode_avx512_of(dtype, src, count, divisor, out);
     return;
   }

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "kernels/simd_family.h"
+
 #if defined(__x86_64__) && defined(__GNUC__)
 // GCC 12's AVX-512 headers start some intrinsics from _mm512_undefined_*,
 // which -Wmaybe-uninitialized reports inside them once inlined here.
@@ -64,21 +66,23 @@ __attribute__((target("avx2"))) void encode_avx2(const float* src, int64_t count
   for (; j < count; ++j) out[j] = encode_one(src[j], scale);
 }
 
-using EncodeFn = void (*)(const float*, int64_t, float, int8_t*);
-
-EncodeFn choose() {
-  if (__builtin_cpu_supports("avx512f")) return &encode_avx512;
-  if (__builtin_cpu_supports("avx2")) return &encode_avx2;
-  return &encode_scalar;
-}
+bool cpu_avx512() { return __builtin_cpu_supports("avx512f"); }
+bool cpu_avx2() { return __builtin_cpu_supports("avx2"); }
 #endif
 
 }  // namespace
 
 void encode_int8_span(const float* src, int64_t count, float scale, int8_t* out) {
 #ifdef RAGGEMM_INT8_ENCODE_X86
-  static const EncodeFn encode = choose();
-  encode(src, count, scale, out);
+  // The CPU's best, lowered to what the f32 dispatch may use now.
+  static const bool avx512 = cpu_avx512(), avx2 = cpu_avx2();
+  if (avx512 && kernels::avx512_family_allowed()) {
+    encode_avx512(src, count, scale, out);
+  } else if (avx2 && kernels::avx2_family_allowed()) {
+    encode_avx2(src, count, scale, out);
+  } else {
+    encode_scalar(src, count, scale, out);
+  }
 #else
   encode_scalar(src, count, scale, out);
 #endif
