@@ -220,10 +220,8 @@ int format_index(DType dtype) {
 // The CPU's best, lowered to what the f32 dispatch may use now.
 const Chosen& chosen() {
   static const int kCpu = cpu_level();
-  static const Chosen kByLevel[3] = {implementations(0), implementations(kCpu >= 1 ? 1 : 0),
-                                     implementations(kCpu)};
-  const int allowed = avx512_family_allowed() ? 2 : avx2_family_allowed() ? 1 : 0;
-  return kByLevel[std::min(kCpu, allowed)];
+  static const Chosen kChosen = implementations(std::min(kCpu, simd_family_allowed()));
+  return kChosen;
 }
 
 }  // namespace
