@@ -12,7 +12,9 @@ in one run (the numbers of docs/python.md):
    - PyTorch autograd: raggemm.torch.ragged_dot (default, v1, v2; f32 and
      bf16), torch._grouped_mm (bf16, where this torch runs it on CPU) and a
      loop of torch.mm per group (f32);
-   medians of --repeats timed calls after one warm-up call each.
+   medians of --repeats timed calls after one warm-up call each, taken
+   round-robin: each round times every contender of the shape once, in
+   turn, so the load of a shared machine falls on all of them alike.
 
 Group sizes: "uniform" draws each row's group uniformly at random (a
 multinomial: sizes near M/G); "zipf:S" gives the group of rank r a share
@@ -39,7 +41,9 @@ def parse_args():
     parser.add_argument("--lax-repeats", type=int, default=3,
                         help="repeats for jax.lax.ragged_dot (it is slow: G dense matmuls)")
     parser.add_argument("--skip", nargs="*", default=[],
-                        choices=["overhead", "jax", "lax", "torch"])
+                        choices=["overhead", "jax", "lax", "torch", "mm_loop", "v1"],
+                        help="mm_loop: the torch.mm loop (minutes at 128 groups); "
+                             "v1: the forced-v1 contenders")
     return parser.parse_args()
 
 
@@ -64,6 +68,26 @@ def median_seconds(fn, repeats):
         fn()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def round_robin_medians(fns, repeats):
+    """{name: median seconds}: one warm-up call each, then `repeats` rounds
+    that time every contender once, in turn. A contender that raises
+    (RuntimeError and kin: not supported here) is reported and left out."""
+    live = {}
+    for name, fn in fns.items():
+        try:
+            fn()  # warm-up (compilation, first touch)
+            live[name] = fn
+        except (RuntimeError, AttributeError, NotImplementedError) as error:
+            print(f"  {name}: not run ({str(error).splitlines()[0][:80]})")
+    times = {name: [] for name in live}
+    for _ in range(repeats):
+        for name, fn in live.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def report(label, seconds, flops, peers=None):
@@ -152,9 +176,8 @@ def bench_jax(m, k, n, sizes, args):
         plan = raggemm.Plan(fwd=config, dlhs=config, drhs=config)
         return lambda a, b, s: rjax.ragged_dot(a, b, s, plan=plan)
 
-    times = {name: median_seconds(step(fn), args.repeats)
-             for name, fn in (("default", rjax.ragged_dot), ("v1", forced("v1")),
-                              ("v2", forced("v2")))}
+    times = round_robin_medians({"default": step(rjax.ragged_dot), "v1": step(forced("v1")),
+                                 "v2": step(forced("v2"))}, args.repeats)
     if "lax" not in args.skip:
         times["lax"] = median_seconds(step(jax.lax.ragged_dot), args.lax_repeats)
     print(" JAX fwd+bwd under jit:")
@@ -210,18 +233,19 @@ def bench_torch(m, k, n, sizes, args):
         "torch.mm loop f32": (mm_loop, torch.float32),
         "torch._grouped_mm bf16": (lambda a, b: torch._grouped_mm(a, b, offs), torch.bfloat16),
     }
-    times = {}
-    for name, (fn, dtype) in cases.items():
-        try:
-            times[name] = median_seconds(step(fn, dtype), args.repeats)
-        except (RuntimeError, AttributeError, NotImplementedError) as error:
-            print(f"  {name}: not run ({str(error).splitlines()[0][:80]})")
+    if "mm_loop" in args.skip:
+        del cases["torch.mm loop f32"]
+    if "v1" in args.skip:
+        del cases["raggemm.torch f32 (kernel v1)"]
+    times = round_robin_medians({name: step(fn, dtype) for name, (fn, dtype) in cases.items()},
+                                args.repeats)
     print(" PyTorch fwd+bwd (autograd):")
     default = times["raggemm.torch f32 (default call)"]
     peers = [("vs " + name, times[name]) for name in ("torch.mm loop f32", "torch._grouped_mm bf16")
              if name in times]
-    peers.append(("vs best explicit kernel", min(times["raggemm.torch f32 (kernel v1)"],
-                                                 times["raggemm.torch f32 (kernel v2)"])))
+    peers.append(("vs best explicit kernel",
+                  min(times[name] for name in ("raggemm.torch f32 (kernel v1)",
+                                               "raggemm.torch f32 (kernel v2)") if name in times)))
     report("raggemm.torch f32 (default call)", default, flops, peers)
     bf16 = times["raggemm.torch bf16 (default call)"]
     report("raggemm.torch bf16 (default call)", bf16, flops,

@@ -79,4 +79,47 @@ inline const TraceSlice* parent_of(const std::vector<TraceSlice>& track, const T
   return parent;
 }
 
+// Worker tracks (raggemm/profiler.h): every "worker" slice lies on a track
+// of tid = base * T + W (W = its args' worker, items >= 1) and inside the
+// GMM event (expert_gmm or dense_gmm) its args name on the calling track
+// (same pid, tid T); every GMM event that ran a tiled kernel (not "naive")
+// holds at least one. Returns the number of worker slices.
+inline int expect_worker_tracks(
+    const std::map<std::pair<int, int>, std::vector<TraceSlice>>& tracks,
+    int worker_track_base = 1000) {
+  constexpr double kSlack = 1e-3;
+  std::vector<const TraceSlice*> gmms, workers;
+  for (const auto& [track, slices] : tracks) {
+    for (const TraceSlice& slice : slices) {
+      const nlohmann::json& e = *slice.event;
+      if (e["cat"] == "expert_gmm" || e["cat"] == "dense_gmm") gmms.push_back(&slice);
+      if (e["cat"] != "worker") continue;
+      workers.push_back(&slice);
+      EXPECT_GE(track.second, worker_track_base) << e;
+      EXPECT_EQ(e["args"]["worker"], track.second % worker_track_base) << e;
+      EXPECT_GE(e["args"]["items"].get<int64_t>(), 1) << e;
+    }
+  }
+  std::map<const TraceSlice*, int> held;  // GMM event -> worker slices inside it
+  for (const TraceSlice* worker : workers) {
+    const TraceSlice* owner = nullptr;
+    for (const TraceSlice* gmm : gmms) {
+      if ((*gmm->event)["pid"] == (*worker->event)["pid"] &&
+          (*gmm->event)["tid"] == (*worker->event)["tid"].get<int>() / worker_track_base &&
+          (*gmm->event)["name"] == (*worker->event)["args"]["gmm"] &&
+          gmm->begin <= worker->begin + kSlack && worker->end <= gmm->end + kSlack &&
+          (!owner || gmm->end - gmm->begin < owner->end - owner->begin)) {
+        owner = gmm;
+      }
+    }
+    EXPECT_NE(owner, nullptr) << "worker slice outside its GMM event: " << *worker->event;
+    if (owner) ++held[owner];
+  }
+  for (const TraceSlice* gmm : gmms) {
+    if ((*gmm->event)["args"]["kernel"] == "naive") continue;
+    EXPECT_GE(held[gmm], 1) << "GMM event without worker slices: " << *gmm->event;
+  }
+  return static_cast<int>(workers.size());
+}
+
 }  // namespace raggemm::testing

@@ -9,6 +9,12 @@
 // intervals nest per track (a step slice holds the layer slices, which hold
 // the GMM events), each with the args its scope attached (GMM events: pass,
 // weight, kernel, tiles and their sources, M, K, N, G, gflops_per_s).
+// Each GMM event also gets one "worker" slice per OpenMP worker of the
+// kernels' parallel loops that ran items (first item's start to last item's
+// end, args worker, items and gmm = the event's name), on a thread track of
+// that worker's own: tid = kWorkerTrackBase * T + W for worker W (0 is the
+// calling thread's own share) of the calling thread's track T, named
+// "thread T worker W", so concurrent callers' workers never share a track.
 // Recording is thread-safe.
 #pragma once
 
@@ -16,7 +22,9 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -27,6 +35,13 @@
 #include "raggemm/plan.h"
 
 namespace raggemm {
+
+namespace kernels {
+class WorkerSpanRecorder;  // kernels/worker_spans.h: the loops' per-worker spans
+}
+
+// Worker tracks' tids: kWorkerTrackBase * calling track + worker number.
+inline constexpr int kWorkerTrackBase = 1000;
 
 enum class OpKind : uint8_t {
   kExpertGmm,  // grouped matmuls of the routed experts (gmm / tgmm)
@@ -77,6 +92,7 @@ class Profiler {
     double flops_;
     std::chrono::steady_clock::time_point start_;
     TraceArgs args_;
+    std::unique_ptr<kernels::WorkerSpanRecorder> workers_;  // traced GMM scopes only
   };
 
   // Totals since the last call, then resets them.
@@ -99,6 +115,8 @@ class Profiler {
               std::chrono::steady_clock::time_point start,
               std::chrono::steady_clock::time_point end, TraceArgs args);
   int thread_index();  // under mutex_
+  // One "worker" slice per worker that ran items during GMM event `name`.
+  void record_workers(std::string_view name, const kernels::WorkerSpanRecorder& workers);
 
   struct Event {
     std::string name;
@@ -108,6 +126,7 @@ class Profiler {
     int64_t duration_ns;
     int tid;
     TraceArgs args;
+    const char* category = nullptr;  // overrides op_kind_name(kind) when set
   };
   bool record_trace_;
   int rank_ = 0;
@@ -116,6 +135,7 @@ class Profiler {
   Totals totals_;
   std::vector<Event> events_;
   std::map<std::thread::id, int> threads_;
+  std::set<int> worker_tracks_;  // tids of the worker tracks used
 };
 
 // A scope that does nothing when `profiler` is null. `name` must outlive the

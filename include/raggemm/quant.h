@@ -85,8 +85,10 @@ struct QuantizedTensor {
 
 // Quantizes an f32 (or bf16/f16) tensor of any rank. static_range, when set,
 // must be finite and > 0. Dynamic calibration refuses non-finite inputs.
+// threads: how many OpenMP threads may share the work (0: all); the result
+// does not depend on it, bit for bit.
 QuantizedTensor quantize(const TensorView& input, QuantType type, const Granularity& granularity,
-                         std::optional<float> static_range = std::nullopt);
+                         std::optional<float> static_range = std::nullopt, int threads = 1);
 
 // Decodes codes times scales into a new f32 tensor. `values` holds raw codes:
 // DType kF8E4M3/kF8E5M2 or kU8 (raw fp8 bits) for fp8 types, kI8 for int8.
@@ -177,6 +179,11 @@ Tensor quantized_gmm(const TensorView& lhs, const TensorView& weight_f32,
 // times quantization apart, and for tests).
 Tensor run_quantized_gmm(const QuantizedGmmOperands& operands, const TensorView& group_sizes,
                          const GmmOptions& options, const QuantGmmOptions& quant);
+// The same into a caller-provided f32 [M, N_out] contiguous tensor (the
+// bench times it so, as it times gmm_into for f32).
+void run_quantized_gmm_into(const QuantizedGmmOperands& operands, const TensorView& group_sizes,
+                            const TensorView& out, const GmmOptions& options,
+                            const QuantGmmOptions& quant);
 
 // drhs: lhs [M,K] f32, dout [M,N] f32 -> [G_local,K,N] f32.
 QuantizedTgmmOperands prepare_quantized_tgmm(const TensorView& lhs, const TensorView& dout,

@@ -158,6 +158,12 @@ def _backward_through(pass_of_a, pass_of_b):
 
     def backward(ctx, grad):
         a, b, group_sizes = ctx.saved_tensors
+        # bf16 operands take a bf16 gradient, as torch._grouped_mm's backward
+        # does: the passes then run bf16 x bf16 on the kernels' bf16 dot
+        # products (twice the f32 rate) instead of widening both to f32. The
+        # op's own output is f32, so autograd hands back an f32 gradient.
+        if a.dtype == b.dtype == torch.bfloat16:
+            grad = grad.to(torch.bfloat16)
         grad = grad.contiguous()
         grads = []
         for needed, operand, (op, operands) in zip(ctx.needs_input_grad, (a, b),

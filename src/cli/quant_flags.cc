@@ -120,7 +120,7 @@ QuantBenchTimes QuantBench::time(const TensorView& group_sizes, Tensor* out, con
       QuantizedGmmOperands operands =
           prepare_quantized_gmm(a_, weight_, group_sizes, options, quant);
       quantize_seconds = seconds_since(start);
-      *out = run_quantized_gmm(operands, group_sizes, options, quant);
+      run_quantized_gmm_into(operands, group_sizes, out->view(), options, quant);
     }
     const double total = seconds_since(start);
     if (run < warmup) continue;

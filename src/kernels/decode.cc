@@ -1,5 +1,6 @@
 #include "kernels/decode.h"
 
+#include "kernels/decode_fp8.h"
 #include "kernels/widen.h"
 #include "raggemm/dtype.h"
 #include "raggemm/error.h"
@@ -77,11 +78,11 @@ void decode_span(const Operand& op, int64_t r, int64_t c0, int64_t count, float*
       const uint8_t* src = static_cast<const uint8_t*>(op.data) + offset;
       const OperandScale& s = op.scale;
       if (out_stride == 1 && (!s.data || s.col_stride == 0 || s.col_block == 1)) {
-        // Contiguous output: the vectorized decoder (raggemm/fp8.h).
+        // Contiguous output: the hand-vectorized decoder (kernels/decode_fp8.h).
         const float* row_scales = s.data ? s.data + (r / s.row_block) * s.row_stride : nullptr;
         const bool per_column = row_scales && s.col_stride != 0;
         if (!per_column || s.col_stride == 1) {
-          fp8_decode_span(op.dtype, src, count, row_scales && !per_column ? row_scales[0] : 1.0f,
+          decode_fp8_span(op.dtype, src, count, row_scales && !per_column ? row_scales[0] : 1.0f,
                           per_column ? row_scales + c0 : nullptr, out);
           return;
         }

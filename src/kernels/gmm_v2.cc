@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/bf16_gmm.h"
 #include "kernels/epilogue.h"
 #include "kernels/gmm_kernel.h"
 #include "kernels/macro_kernel.h"
@@ -195,6 +196,13 @@ void run_item(const GmmProblem& p, const Schedule& s, const Microkernel& uk, con
 }  // namespace
 
 void gmm_v2(const GmmProblem& p, const Schedule& s) {
+  // bf16 x bf16 runs on bf16 dot products where the CPU has them.
+  if (bf16_dot_fits(p)) {
+    if (const Bf16Microkernel* bf16 = select_bf16_microkernel()) {
+      bf16_gmm(p, s, *bf16);
+      return;
+    }
+  }
   zero_uncovered_rows(p);
   const Microkernel uk = select_microkernel();
   const int64_t out_cols = p.out_cols();

@@ -92,27 +92,37 @@ int64_t interleave_quads(const int8_t* const rows[4], int64_t cols, int8_t* out)
 // B panels for columns [c0, c0 + width) of a [K, N] row-major matrix: panel
 // q holds columns c0 + q*nr .. in the quad layout, over all of K. Loops run
 // over contiguous bytes without divisions: packing reads every weight byte
-// once per item, so it must stay cheap.
+// once per item, so it must stay cheap. Quads go outermost, so the source
+// is read 4 whole row spans at a time (panel by panel, each row gave up
+// half a line and jumped N bytes: the hardware prefetcher did not keep up),
+// with the rows kAheadQuads quads ahead prefetched.
 void pack_b(const int8_t* b, int64_t k, int64_t n, int64_t c0, int64_t width, int nr, int8_t* dst) {
+  constexpr int64_t kAheadQuads = 4;
   const int64_t kq = quads(k);
   const int64_t panels = (width + nr - 1) / nr;
   static const int8_t kZeros[64] = {};  // >= any nr
-  for (int64_t q = 0; q < panels; ++q) {
-    const int64_t cols = std::min<int64_t>(nr, width - q * nr);
-    const int64_t col0 = c0 + q * nr;
-    for (int64_t p = 0; p < kq; ++p) {
-      const int8_t* rows[4];
-      for (int t = 0; t < 4; ++t) {
-        const int64_t kk = 4 * p + t;
-        rows[t] = kk < k ? b + kk * n + col0 : kZeros;
-      }
+  for (int64_t p = 0; p < kq; ++p) {
+    for (int64_t kk = 4 * (p + kAheadQuads); kk < std::min(k, 4 * (p + kAheadQuads + 1)); ++kk) {
+      const int8_t* ahead = b + kk * n + c0;
+      for (int64_t j = 0; j < width; j += 64) __builtin_prefetch(ahead + j);
+      __builtin_prefetch(ahead + width - 1);
+    }
+    const int8_t* rows[4];
+    for (int t = 0; t < 4; ++t) {
+      const int64_t kk = 4 * p + t;
+      rows[t] = kk < k ? b + kk * n + c0 : kZeros;
+    }
+    for (int64_t q = 0; q < panels; ++q) {
+      const int64_t cols = std::min<int64_t>(nr, width - q * nr);
+      const int8_t* panel_rows[4];
+      for (int t = 0; t < 4; ++t) panel_rows[t] = rows[t] == kZeros ? kZeros : rows[t] + q * nr;
       int8_t* out = dst + (q * kq + p) * nr * 4;
-      int64_t j = interleave_quads(rows, cols, out);
+      int64_t j = interleave_quads(panel_rows, cols, out);
       for (; j < cols; ++j) {
-        out[j * 4 + 0] = rows[0][j];
-        out[j * 4 + 1] = rows[1][j];
-        out[j * 4 + 2] = rows[2][j];
-        out[j * 4 + 3] = rows[3][j];
+        out[j * 4 + 0] = panel_rows[0][j];
+        out[j * 4 + 1] = panel_rows[1][j];
+        out[j * 4 + 2] = panel_rows[2][j];
+        out[j * 4 + 3] = panel_rows[3][j];
       }
       if (cols < nr) std::memset(out + cols * 4, 0, static_cast<size_t>((nr - cols) * 4));
     }
@@ -162,6 +172,27 @@ void pack_a(const int8_t* a, int64_t k, int64_t r0, int64_t rows, int mr, bool b
   }
 }
 
+// The same panels with int16 codes (kernels with a_int16): sign-extended
+// here once per item, so the kernel broadcasts a row's quad with one load.
+void pack_a_int16(const int8_t* a, int64_t k, int64_t r0, int64_t rows, int mr, int16_t* dst) {
+  const int64_t kq = quads(k);
+  const int64_t panels = (rows + mr - 1) / mr;
+  const int64_t stride = static_cast<int64_t>(mr) * 4;
+  for (int64_t i = 0; i < panels * mr; ++i) {
+    int16_t* out = dst + (i / mr) * kq * stride + (i % mr) * 4;
+    if (i >= rows) {
+      for (int64_t p = 0; p < kq; ++p) std::memset(out + p * stride, 0, 4 * sizeof(int16_t));
+      continue;
+    }
+    const int8_t* row = a + (r0 + i) * k;
+    int64_t kk = 0;
+    for (int64_t p = 0; p < kq; ++p, kk += 4) {
+      int16_t* quad = out + p * stride;
+      for (int t = 0; t < 4; ++t) quad[t] = kk + t < k ? row[kk + t] : int16_t{0};
+    }
+  }
+}
+
 void run_item(const Int8GmmProblem& p, const Schedule& s, const Int8Microkernel& uk,
               const Item& item) {
   ThreadBuffers& buffers = thread_buffers();
@@ -173,8 +204,14 @@ void run_item(const Int8GmmProblem& p, const Schedule& s, const Int8Microkernel&
   const int64_t a_panels_item = (item_rows + uk.mr - 1) / uk.mr;
   const int64_t b_panels_max = (tn + uk.nr - 1) / uk.nr;
   // A for all of the item's rows, packed once and reused for every n-tile.
-  uint8_t* packed_a = buffers.packed_a.get<uint8_t>(a_panels_item * kq * uk.mr * 4);
-  pack_a(p.lhs, p.k, item.row_begin, item_rows, uk.mr, uk.biased_a, packed_a);
+  const int64_t a_code_bytes = uk.a_int16 ? 2 : 1;
+  uint8_t* packed_a =
+      buffers.packed_a.get<uint8_t>(a_panels_item * kq * uk.mr * 4 * a_code_bytes);
+  if (uk.a_int16) {
+    pack_a_int16(p.lhs, p.k, item.row_begin, item_rows, uk.mr, reinterpret_cast<int16_t*>(packed_a));
+  } else {
+    pack_a(p.lhs, p.k, item.row_begin, item_rows, uk.mr, uk.biased_a, packed_a);
+  }
   int8_t* packed_b = buffers.packed_b.get<int8_t>(b_panels_max * kq * uk.nr * 4);
   int32_t* column_sums = buffers.column_sums.get<int32_t>(3 * b_panels_max * uk.nr);
   int32_t* correction = column_sums + b_panels_max * uk.nr;
@@ -209,7 +246,8 @@ void run_item(const Int8GmmProblem& p, const Schedule& s, const Int8Microkernel&
           const int8_t* b = packed_b + (jb * kq + q0) * uk.nr * 4;
           for (int64_t ib = 0; ib < a_panels; ++ib) {
             const int prows = static_cast<int>(std::min<int64_t>(uk.mr, rows - ib * uk.mr));
-            const uint8_t* a = packed_a + ((first_panel + ib) * kq + q0) * uk.mr * 4;
+            const uint8_t* a =
+                packed_a + ((first_panel + ib) * kq + q0) * uk.mr * 4 * a_code_bytes;
             uk.run(qc, a, b, acc + ib * uk.mr * width + jb * uk.nr, width, prows, cols, accumulate);
           }
         }

@@ -9,11 +9,14 @@
 //            rows past `rows` zero. When `biased_a` the bytes are A + 128
 //            (uint8), and the caller subtracts 128 * column_sum(B) afterwards:
 //            that is how u8 x s8 dot products (vpdpbusd) take signed codes.
+//            When `a_int16` each code is an int16 (the same layout, 2 bytes
+//            a code): kernels that multiply 16-bit words get them widened once.
 //   B_panel: kq quads of nr columns x 4 bytes: b[(p * nr + j) * 4 + t] = B(4p + t, j);
 //            columns past `cols` zero. 64-byte aligned.
 //   C:       int32, row-major, leading dimension ldc.
-// Codes lie in -127..127, so no intermediate sum saturates (the AVX2 path
-// relies on it: |a| * b pairs stay below 2^15).
+// Codes lie in -128..127 on both operands, and every kernel is exact over the
+// whole range (no intermediate saturates). Sums are exact for K up to 2^16
+// (a biased lane holds at most 255 * 128 * K < 2^31).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +34,7 @@ struct Int8Microkernel {
   bool biased_a = false;
   const char* target = "";  // "AVX512_VNNI", "AVX_VNNI", "AVX2", "SCALAR"
   Int8MicrokernelFn run = nullptr;
+  bool a_int16 = false;  // A panel holds int16 codes (2 bytes each), see above
 };
 
 // Every int8 microkernel this CPU can run, fastest first (the portable

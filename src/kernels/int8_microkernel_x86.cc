@@ -4,9 +4,8 @@
 //  - AVX512-VNNI: 12 x 32, vpdpbusd (u8 x s8, 4 products per i32 lane, 64
 //    MACs an instruction) on biased A; 24 of 32 zmm hold accumulators.
 //  - AVX-VNNI: 6 x 16, the same on ymm; 12 of 16 ymm hold accumulators.
-//  - AVX2: 4 x 16, vpmaddubsw(|a|, sign(b, a)) then vpmaddwd by ones: the
-//    sign trick keeps both factors in range without a bias; codes within
-//    -127..127 keep each i16 pair sum below 2^15, so nothing saturates.
+//  - AVX2: 4 x 8, vpmaddwd on codes sign-extended to int16 (A packed as
+//    int16, B widened on load): exact for every code in -128..127.
 #include <array>
 #include <cstring>
 #include <utility>
@@ -39,6 +38,7 @@ template <int R>
 RAGGEMM_VNNI512 void vnni512_tile(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c,
                                   int64_t ldc, int cols, bool accumulate) {
   __m512i acc0[R], acc1[R];
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
     acc0[i] = _mm512_setzero_si512();
     acc1[i] = _mm512_setzero_si512();
@@ -47,6 +47,7 @@ RAGGEMM_VNNI512 void vnni512_tile(int64_t kq, const uint8_t* a, const int8_t* b,
     const __m512i b0 = _mm512_loadu_si512(b + p * kVnni512NR * 4);
     const __m512i b1 = _mm512_loadu_si512(b + p * kVnni512NR * 4 + 64);
     const uint8_t* ap = a + p * kVnni512MR * 4;
+#pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
       const __m512i ai = _mm512_set1_epi32(load_quad(ap + 4 * i));
       acc0[i] = _mm512_dpbusd_epi32(acc0[i], ai, b0);
@@ -57,6 +58,7 @@ RAGGEMM_VNNI512 void vnni512_tile(int64_t kq, const uint8_t* a, const int8_t* b,
   const int cols1 = cols - cols0;
   const __mmask16 mask0 = static_cast<__mmask16>((1u << cols0) - 1u);
   const __mmask16 mask1 = static_cast<__mmask16>((1u << cols1) - 1u);
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
     int32_t* row = c + i * ldc;
     __m512i v0 = acc0[i], v1 = acc1[i];
@@ -97,6 +99,7 @@ template <int R>
 RAGGEMM_AVXVNNI void avx_vnni_tile(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c,
                                    int64_t ldc, int cols, bool accumulate) {
   __m256i acc0[R], acc1[R];
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
     acc0[i] = _mm256_setzero_si256();
     acc1[i] = _mm256_setzero_si256();
@@ -106,12 +109,14 @@ RAGGEMM_AVXVNNI void avx_vnni_tile(int64_t kq, const uint8_t* a, const int8_t* b
     const __m256i b1 =
         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + p * kAvxVnniNR * 4 + 32));
     const uint8_t* ap = a + p * kAvxVnniMR * 4;
+#pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
       const __m256i ai = _mm256_set1_epi32(load_quad(ap + 4 * i));
       acc0[i] = _mm256_dpbusd_avx_epi32(acc0[i], ai, b0);
       acc1[i] = _mm256_dpbusd_avx_epi32(acc1[i], ai, b1);
     }
   }
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
     int32_t* row = c + i * ldc;
     if (cols == kAvxVnniNR) {
@@ -142,47 +147,69 @@ void avx_vnni_run(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c, int
 }
 
 // ---- AVX2 -------------------------------------------------------------------
+// vpmaddwd on codes sign-extended to int16: each product of two codes in
+// -128..127 is at most 2^14 and a pair sums to at most 2^15 in an int32
+// lane, so nothing saturates and -128 needs no special case (vpmaddubsw
+// would need one unsigned operand and saturates its i16 pair sums). A comes
+// packed as int16 (a_int16), so a row's quad is one 8-byte broadcast; B's
+// bytes are widened as they are loaded. An accumulator lane holds one
+// column's k-pair (t0,t1) or (t2,t3) sum; the two are added at the store.
 #define RAGGEMM_AVX2 __attribute__((target("avx2")))
 constexpr int kAvx2MR = 4;
-constexpr int kAvx2NR = 16;
+constexpr int kAvx2NR = 8;
 
 RAGGEMM_AVX2 inline void store_lanes_avx2(int32_t* row, __m256i v, int count, bool accumulate) {
+  if (count == 8) {
+    if (accumulate) v = _mm256_add_epi32(v, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(row), v);
+    return;
+  }
   alignas(32) int32_t lanes[8];
   _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), v);
   for (int j = 0; j < count; ++j) row[j] = accumulate ? row[j] + lanes[j] : lanes[j];
 }
 
-// sum over each 4-byte group of a_i * b_i as int32 lanes, without saturation
-// for codes in -127..127.
-RAGGEMM_AVX2 inline __m256i dot_quads(__m256i a, __m256i b, __m256i ones) {
-  const __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(a), _mm256_sign_epi8(b, a));
-  return _mm256_madd_epi16(pairs, ones);
+// A row's quad of int16 codes in every 64-bit lane.
+RAGGEMM_AVX2 inline __m256i broadcast_quad(const int16_t* quad) {
+  int64_t bits;
+  std::memcpy(&bits, quad, sizeof(bits));
+  return _mm256_set1_epi64x(bits);
 }
 
 template <int R>
 RAGGEMM_AVX2 void avx2_tile(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c, int64_t ldc,
                             int cols, bool accumulate) {
-  __m256i acc0[R], acc1[R];
+  // acc_lo: columns 0..3 (pair sums), acc_hi: columns 4..7.
+  __m256i acc_lo[R], acc_hi[R];
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
-    acc0[i] = _mm256_setzero_si256();
-    acc1[i] = _mm256_setzero_si256();
+    acc_lo[i] = _mm256_setzero_si256();
+    acc_hi[i] = _mm256_setzero_si256();
   }
-  const __m256i ones = _mm256_set1_epi16(1);
+  const int16_t* a16 = reinterpret_cast<const int16_t*>(a);
   for (int64_t p = 0; p < kq; ++p) {
-    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + p * kAvx2NR * 4));
-    const __m256i b1 =
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + p * kAvx2NR * 4 + 32));
-    const uint8_t* ap = a + p * kAvx2MR * 4;
+    const int8_t* bp = b + p * kAvx2NR * 4;
+    const int16_t* ap = a16 + p * kAvx2MR * 4;
+    // 8 accumulators, 2 B vectors, 4 A broadcasts and a product: 15 of the
+    // 16 ymm registers (at 6 rows the compiler spilled accumulators).
+    const __m256i b_lo = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bp)));
+#pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
-      const __m256i ai = _mm256_set1_epi32(load_quad(ap + 4 * i));
-      acc0[i] = _mm256_add_epi32(acc0[i], dot_quads(ai, b0, ones));
-      acc1[i] = _mm256_add_epi32(acc1[i], dot_quads(ai, b1, ones));
+      acc_lo[i] = _mm256_add_epi32(acc_lo[i], _mm256_madd_epi16(broadcast_quad(ap + 4 * i), b_lo));
+    }
+    const __m256i b_hi =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bp + 16)));
+#pragma GCC unroll 16
+    for (int i = 0; i < R; ++i) {
+      acc_hi[i] = _mm256_add_epi32(acc_hi[i], _mm256_madd_epi16(broadcast_quad(ap + 4 * i), b_hi));
     }
   }
+#pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
-    int32_t* row = c + i * ldc;
-    store_lanes_avx2(row, acc0[i], cols < 8 ? cols : 8, accumulate);
-    if (cols > 8) store_lanes_avx2(row + 8, acc1[i], cols - 8, accumulate);
+    // hadd gives columns (0,1,4,5 | 2,3,6,7); the permute puts them in order.
+    const __m256i sums =
+        _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc_lo[i], acc_hi[i]), 0xd8);
+    store_lanes_avx2(c + i * ldc, sums, cols, accumulate);
   }
 }
 
@@ -225,7 +252,8 @@ bool int8_microkernel_avx_vnni(Int8Microkernel* kernel) {
 
 bool int8_microkernel_avx2(Int8Microkernel* kernel) {
   if (!__builtin_cpu_supports("avx2")) return false;
-  *kernel = Int8Microkernel{kAvx2MR, kAvx2NR, /*biased_a=*/false, "AVX2", &avx2_run};
+  *kernel = Int8Microkernel{kAvx2MR, kAvx2NR, /*biased_a=*/false, "AVX2", &avx2_run,
+                            /*a_int16=*/true};
   return true;
 }
 

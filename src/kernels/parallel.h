@@ -12,7 +12,21 @@
 #include <numeric>
 #include <vector>
 
+#include "kernels/worker_spans.h"
+
 namespace raggemm::kernels {
+
+// Runs fn(item) as worker `worker`, noting its span when a recorder is on.
+template <class Fn>
+inline void run_noted(WorkerSpanRecorder* recorder, int worker, int64_t item, Fn& fn) {
+  if (!recorder) {
+    fn(item);
+    return;
+  }
+  const int64_t begin = steady_now_ns();
+  fn(item);
+  recorder->note(worker, begin, steady_now_ns());
+}
 
 // Item indices by decreasing cost (ties in index order, so the order never
 // depends on the thread count).
@@ -33,8 +47,11 @@ template <class Fn>
 void parallel_items(const std::vector<int64_t>& costs, int threads, Fn&& fn) {
   const std::vector<int64_t> order = largest_first(costs);
   const int64_t count = static_cast<int64_t>(order.size());
-#pragma omp parallel for schedule(dynamic, 1) num_threads(team_size(threads, count))
-  for (int64_t i = 0; i < count; ++i) fn(order[i]);
+  const int team = team_size(threads, count);
+  WorkerSpanRecorder* recorder = WorkerSpanRecorder::active();
+  if (recorder) recorder->prepare(team);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team)
+  for (int64_t i = 0; i < count; ++i) run_noted(recorder, omp_get_thread_num(), order[i], fn);
 }
 
 // The same items, sorted largest first, taken from both ends: even-numbered
@@ -61,7 +78,10 @@ void parallel_items_two_ended(const std::vector<int64_t>& costs, int threads, Fn
   const std::vector<int64_t> order = largest_first(costs);
   const int64_t count = static_cast<int64_t>(order.size());
   int64_t front = 0, back = count;  // items [front, back) are left
-#pragma omp parallel num_threads(team_size(threads, count))
+  const int team = team_size(threads, count);
+  WorkerSpanRecorder* recorder = WorkerSpanRecorder::active();
+  if (recorder) recorder->prepare(team);
+#pragma omp parallel num_threads(team)
   {
     const bool largest = omp_get_thread_num() % 2 == 0;
     for (;;) {
@@ -69,7 +89,7 @@ void parallel_items_two_ended(const std::vector<int64_t>& costs, int threads, Fn
 #pragma omp critical(raggemm_two_ended_items)
       if (front < back) item = largest ? front++ : --back;
       if (item < 0) break;
-      fn(order[item]);
+      run_noted(recorder, omp_get_thread_num(), order[item], fn);
     }
   }
 }

@@ -8,6 +8,7 @@
 
 #include <hwy/cache_control.h>
 
+#include "kernels/bf16_gmm.h"
 #include "kernels/gmm_kernel.h"
 #include "kernels/macro_kernel.h"
 #include "kernels/pack.h"
@@ -18,6 +19,13 @@
 namespace raggemm::kernels {
 
 void tgmm_v2(const TgmmProblem& p, const Schedule& s) {
+  // bf16 x bf16 runs on bf16 dot products where the CPU has them.
+  if (bf16_dot_fits(p)) {
+    if (const Bf16Microkernel* bf16 = select_bf16_microkernel()) {
+      bf16_tgmm(p, s, *bf16);
+      return;
+    }
+  }
   const Tiles& t = s.tiles;
   const Microkernel uk = select_microkernel();
   const TgmmTiling tiling = tgmm_tiling(p, t);

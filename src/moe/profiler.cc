@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/worker_spans.h"
 #include "raggemm/npy.h"
 
 namespace raggemm {
@@ -32,13 +33,18 @@ Profiler::Profiler(bool record_trace)
 
 Profiler::Scope::Scope(Profiler* profiler, const char* name, OpKind kind, double flops)
     : profiler_(profiler), name_(name), kind_(kind), flops_(flops) {
-  if (profiler_) start_ = std::chrono::steady_clock::now();
+  if (!profiler_) return;
+  if (tracing() && (kind == OpKind::kExpertGmm || kind == OpKind::kDenseGmm)) {
+    workers_ = std::make_unique<kernels::WorkerSpanRecorder>();
+  }
+  start_ = std::chrono::steady_clock::now();
 }
 
 Profiler::Scope::~Scope() {
   if (profiler_) {
-    profiler_->record(name_, kind_, flops_, start_, std::chrono::steady_clock::now(),
-                      std::move(args_));
+    const auto end = std::chrono::steady_clock::now();
+    if (workers_) profiler_->record_workers(name_, *workers_);
+    profiler_->record(name_, kind_, flops_, start_, end, std::move(args_));
   }
 }
 
@@ -71,6 +77,30 @@ void Profiler::record(std::string_view name, OpKind kind, double flops,
   }
 }
 
+void Profiler::record_workers(std::string_view name, const kernels::WorkerSpanRecorder& workers) {
+  const std::vector<kernels::WorkerSpan>& spans = workers.spans();
+  const int64_t origin_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                origin_.time_since_epoch())
+                                .count();
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const int caller = thread_index();
+  for (size_t w = 0; w < spans.size() && w < static_cast<size_t>(kWorkerTrackBase); ++w) {
+    if (spans[w].items == 0) continue;
+    const int tid = kWorkerTrackBase * caller + static_cast<int>(w);
+    worker_tracks_.insert(tid);
+    events_.push_back(Event{"worker",
+                            OpKind::kSpan,
+                            0,
+                            spans[w].begin_ns - origin_ns,
+                            spans[w].end_ns - spans[w].begin_ns,
+                            tid,
+                            {{"worker", static_cast<int64_t>(w)},
+                             {"items", spans[w].items},
+                             {"gmm", std::string(name)}},
+                            "worker"});
+  }
+}
+
 void Profiler::record_span(std::string name, std::chrono::steady_clock::time_point start,
                            TraceArgs args) {
   record(name, OpKind::kSpan, 0, start, std::chrono::steady_clock::now(), std::move(args));
@@ -98,10 +128,16 @@ std::string Profiler::trace_json() const {
   for (const auto& [id, tid] : threads_) {
     events.push_back(metadata("thread_name", rank_, tid, "thread " + std::to_string(tid)));
   }
+  for (int tid : worker_tracks_) {
+    events.push_back(
+        metadata("thread_name", rank_, tid,
+                 "thread " + std::to_string(tid / kWorkerTrackBase) + " worker " +
+                     std::to_string(tid % kWorkerTrackBase)));
+  }
   for (const Event& event : events_) {
     nlohmann::json entry = {
         {"name", event.name},
-        {"cat", op_kind_name(event.kind)},
+        {"cat", event.category ? event.category : op_kind_name(event.kind)},
         {"ph", "X"},
         {"ts", static_cast<double>(event.start_ns) / 1e3},
         {"dur", static_cast<double>(event.duration_ns) / 1e3},

@@ -8,7 +8,13 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
+#include <vector>
 
+#include <omp.h>
+
+#include "ops/fp8_encode.h"
+#include "ops/int8_encode.h"
 #include "raggemm/error.h"
 #include "raggemm/fp8.h"
 
@@ -45,15 +51,25 @@ CellLayout make_layout(const TensorView& input, const Granularity& granularity,
   return layout;
 }
 
+// Outer rows of a layout: the elements of all axes but the last, walked in
+// row-major order (1 for rank 0 and 1; 0 when any dim is 0).
+int64_t outer_rows(const CellLayout& layout) {
+  int64_t rows = 1;
+  for (size_t axis = 0; axis < layout.dims.size(); ++axis) {
+    if (layout.dims[axis] == 0) return 0;
+    if (axis + 1 < layout.dims.size()) rows *= layout.dims[axis];
+  }
+  return rows;
+}
+
 // Calls fn(input_offset, input_stride, flat_offset, count, scale_offset) for
 // every span of elements along the last axis that share one scale cell, in
-// row-major order (flat_offset: the element's row-major index).
+// row-major order (flat_offset: the element's row-major index), over the
+// outer rows [row_begin, row_end).
 template <class Fn>
-void for_each_span(const CellLayout& layout, Fn fn) {
+void for_each_span(const CellLayout& layout, int64_t row_begin, int64_t row_end, Fn fn) {
   const int rank = static_cast<int>(layout.dims.size());
-  for (int64_t dim : layout.dims) {
-    if (dim == 0) return;
-  }
+  if (row_begin >= row_end) return;
   if (rank == 0) {
     fn(int64_t{0}, int64_t{1}, int64_t{0}, int64_t{1}, int64_t{0});
     return;
@@ -62,9 +78,15 @@ void for_each_span(const CellLayout& layout, Fn fn) {
   const int64_t inner = layout.dims[last];
   const int64_t inner_stride = layout.input_strides[last];
   const int64_t inner_divisor = layout.divisor[last];
+  // The multi-index of outer row row_begin.
   std::vector<int64_t> index(static_cast<size_t>(last), 0);
-  int64_t flat = 0;
-  while (true) {
+  int64_t remaining = row_begin;
+  for (int axis = last - 1; axis >= 0; --axis) {
+    index[axis] = remaining % layout.dims[axis];
+    remaining /= layout.dims[axis];
+  }
+  int64_t flat = row_begin * inner;
+  for (int64_t row = row_begin; row < row_end; ++row) {
     int64_t input_offset = 0, scale_offset = 0;
     for (int axis = 0; axis < last; ++axis) {
       input_offset += index[axis] * layout.input_strides[axis];
@@ -76,13 +98,30 @@ void for_each_span(const CellLayout& layout, Fn fn) {
          scale_offset + j0 / inner_divisor * layout.scale_stride[last]);
     }
     flat += inner;
-    int axis = last - 1;
-    for (; axis >= 0; --axis) {
+    for (int axis = last - 1; axis >= 0; --axis) {
       if (++index[axis] < layout.dims[axis]) break;
       index[axis] = 0;
     }
-    if (axis < 0) return;
   }
+}
+
+template <class Fn>
+void for_each_span(const CellLayout& layout, Fn fn) {
+  for_each_span(layout, 0, outer_rows(layout), fn);
+}
+
+// Whether no scale cell spans two outer rows (every outer axis keeps its
+// scale): then threads that split the outer rows never share a cell.
+bool cells_within_rows(const CellLayout& layout) {
+  for (size_t axis = 0; axis + 1 < layout.dims.size(); ++axis) {
+    if (layout.divisor[axis] != 1 && layout.dims[axis] > 1) return false;
+  }
+  return true;
+}
+
+// Outer rows [begin, end) of thread t of n: contiguous, equal shares.
+std::pair<int64_t, int64_t> share_of(int64_t rows, int t, int n) {
+  return {rows * t / n, rows * (t + 1) / n};
 }
 
 // Reads element j of a span as f32.
@@ -135,18 +174,6 @@ RAGGEMM_QUANT_CLONES float absmax_bits(const float* src, int64_t count, float st
   return result;
 }
 
-// Written with compares the way minps/maxps behave, so it vectorizes.
-RAGGEMM_QUANT_CLONES void encode_int8_f32(const float* src, int64_t count, float scale,
-                                          int8_t* out) {
-  constexpr float kMagic = 12582912.0f;
-  for (int64_t j = 0; j < count; ++j) {
-    float q = src[j] / scale;
-    q = q < -127.0f ? -127.0f : q;
-    q = q > 127.0f ? 127.0f : q;
-    out[j] = static_cast<int8_t>(static_cast<int32_t>((q + kMagic) - kMagic));
-  }
-}
-
 template <class Load>
 void encode_int8_span(Load load, int64_t count, float scale, int8_t* out) {
   for (int64_t j = 0; j < count; ++j) out[j] = encode_int8(load(j) / scale);
@@ -160,9 +187,10 @@ void encode_span(const TensorView& input, QuantType type, int64_t offset, int64_
   if (contiguous_f32) {
     const float* src = input.as<const float>() + offset;
     if (type == QuantType::kInt8) {
-      encode_int8_f32(src, count, scale, static_cast<int8_t*>(out));
+      ops::encode_int8_span(src, count, scale, static_cast<int8_t*>(out));
     } else {
-      fp8_encode_span(quant_storage_dtype(type), src, count, scale, static_cast<uint8_t*>(out));
+      ops::encode_fp8_span(quant_storage_dtype(type), src, count, scale,
+                           static_cast<uint8_t*>(out));
     }
     return;
   }
@@ -190,13 +218,14 @@ void check_input(const TensorView& input, const std::string& argument) {
 }  // namespace
 
 QuantizedTensor quantize(const TensorView& input, QuantType type, const Granularity& granularity,
-                         std::optional<float> static_range) {
+                         std::optional<float> static_range, int threads) {
   check_input(input, "input");
   checked_numel(input.shape, "input");
   if (static_range) {
     require(std::isfinite(*static_range) && *static_range > 0.0f, "static_range", *static_range,
             "a static range must be finite and > 0");
   }
+  require(threads >= 0, "threads", threads, "must be >= 0 (0: all of OpenMP's threads)");
   const Shape scale_shape = granularity.scale_shape(input.shape, "granularity");
   const float type_max = quant_type_max(type);
   QuantizedTensor result;
@@ -206,59 +235,115 @@ QuantizedTensor quantize(const TensorView& input, QuantType type, const Granular
   result.scales = Tensor(DType::kF32, scale_shape);
   float* scales = result.scales.as<float>();
   const CellLayout layout = make_layout(input, granularity, scale_shape);
+  char* out = static_cast<char*>(result.values.data());
 
-  if (static_range) {
-    std::fill(scales, scales + result.scales.numel(), *static_range / type_max);
-    if (type == QuantType::kInt8) {
-      for_each_span(layout,
-                    [&](int64_t offset, int64_t stride, int64_t flat, int64_t count, int64_t) {
-                      for (int64_t j = 0; j < count; ++j) {
-                        if (std::isnan(load_input(input, offset + j * stride))) {
-                          fail("input", "NaN at element " + std::to_string(flat + j),
-                               "int8 has no NaN code; remove NaNs before quantizing");
-                        }
-                      }
-                    });
+  // Threads split the outer rows. Maxima are exact and codes are per
+  // element, so the thread count changes no bit. Where a scale cell spans
+  // outer rows (a reduced outer axis), one thread finds the maxima alone.
+  // Small tensors stay on one thread: starting a team costs more than them.
+  constexpr int64_t kElementsPerThread = int64_t{1} << 15;
+  const int64_t rows = outer_rows(layout);
+  const int64_t numel = input.numel();
+  const int wanted = threads > 0 ? threads : omp_get_max_threads();
+  const int team = static_cast<int>(
+      std::max<int64_t>(1, std::min<int64_t>({wanted, rows, numel / kElementsPerThread})));
+  const bool split_maxima = cells_within_rows(layout);
+  constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+  std::vector<int64_t> first_bad(static_cast<size_t>(team), kNone);  // per thread
+  bool failed = false;
+
+  if (static_range) std::fill(scales, scales + result.scales.numel(), *static_range / type_max);
+  // The largest |x| of a span from `start` (bits compared: NaN above inf);
+  // records the span's first non-finite element in *bad.
+  auto span_absmax = [&](int64_t offset, int64_t stride, int64_t flat, int64_t count, float start,
+                         int64_t* bad) {
+    float absmax = start;
+    bool finite = true;
+    if (input.dtype == DType::kF32 && stride == 1) {  // the vectorizable common case
+      absmax = absmax_bits(input.as<const float>() + offset, count, absmax);
+      finite = absmax <= std::numeric_limits<float>::max();  // false for inf and NaN
+    } else {
+      for (int64_t j = 0; j < count; ++j) {
+        const float magnitude = std::fabs(load_input(input, offset + j * stride));
+        finite &= magnitude <= std::numeric_limits<float>::max();
+        absmax = magnitude > absmax ? magnitude : absmax;
+      }
     }
-  } else {
-    // Dynamic absmax per cell (the scale buffer holds the maxima first).
-    for_each_span(
-        layout, [&](int64_t offset, int64_t stride, int64_t flat, int64_t count, int64_t cell) {
-          float absmax = scales[cell];
-          bool finite = true;
-          if (input.dtype == DType::kF32 && stride == 1) {  // the vectorizable common case
-            absmax = absmax_bits(input.as<const float>() + offset, count, absmax);
-            finite = absmax <= std::numeric_limits<float>::max();  // false for inf and NaN
-          } else {
-            for (int64_t j = 0; j < count; ++j) {
-              const float magnitude = std::fabs(load_input(input, offset + j * stride));
-              finite &= magnitude <= std::numeric_limits<float>::max();
-              absmax = magnitude > absmax ? magnitude : absmax;
-            }
-          }
-          if (!finite) {
-            for (int64_t j = 0; j < count; ++j) {
-              if (!std::isfinite(load_input(input, offset + j * stride))) {
-                fail("input", "non-finite value at element " + std::to_string(flat + j),
-                     "dynamic calibration needs finite inputs (use a static range to saturate)");
-              }
-            }
-          }
-          scales[cell] = absmax;
-        });
-    for (int64_t i = 0; i < result.scales.numel(); ++i) {
-      const float scale = scales[i] / type_max;
-      // A zero cell (or one so small its scale underflows) gets scale 1 and zero codes.
-      scales[i] = scale > 0.0f ? scale : 1.0f;
+    if (!finite) {
+      for (int64_t j = 0; j < count && *bad == kNone; ++j) {
+        if (!std::isfinite(load_input(input, offset + j * stride))) *bad = flat + j;
+      }
+    }
+    return absmax;
+  };
+  // A zero cell (or one so small its scale underflows) gets scale 1 and zero codes.
+  auto scale_of = [&](float absmax) {
+    const float scale = absmax / type_max;
+    return scale > 0.0f ? scale : 1.0f;
+  };
+  auto encode = [&](int64_t offset, int64_t stride, int64_t flat, int64_t count, int64_t cell) {
+    encode_span(input, type, offset, stride, count, scales[cell], out + flat);  // 1-byte codes
+  };
+
+#pragma omp parallel num_threads(team)
+  {
+    const int t = omp_get_thread_num();
+    const std::pair<int64_t, int64_t> share = share_of(rows, t, team);
+    const int64_t begin = share.first, end = share.second;
+    int64_t& bad = first_bad[static_cast<size_t>(t)];
+    if (static_range) {
+      // Scales are set; int8 has no NaN code, so each span is checked first.
+      for_each_span(layout, begin, end,
+                    [&](int64_t offset, int64_t stride, int64_t flat, int64_t count, int64_t cell) {
+                      if (bad != kNone) return;
+                      if (type == QuantType::kInt8) {
+                        for (int64_t j = 0; j < count && bad == kNone; ++j) {
+                          if (std::isnan(load_input(input, offset + j * stride))) bad = flat + j;
+                        }
+                        if (bad != kNone) return;
+                      }
+                      encode(offset, stride, flat, count, cell);
+                    });
+    } else if (split_maxima) {
+      // Each span is one whole cell: its maximum, scale and codes in one
+      // visit, while the span is still in cache, and no thread waits.
+      for_each_span(layout, begin, end,
+                    [&](int64_t offset, int64_t stride, int64_t flat, int64_t count, int64_t cell) {
+                      if (bad != kNone) return;
+                      const float absmax = span_absmax(offset, stride, flat, count, 0.0f, &bad);
+                      if (bad != kNone) return;
+                      scales[cell] = scale_of(absmax);
+                      encode(offset, stride, flat, count, cell);
+                    });
+    } else {
+      // Cells span rows: one thread finds the maxima (in the scale buffer,
+      // zero from the Tensor), then all encode.
+#pragma omp single
+      {
+        for_each_span(layout, 0, rows,
+                      [&](int64_t offset, int64_t stride, int64_t flat, int64_t count,
+                          int64_t cell) {
+                        if (bad != kNone) return;
+                        scales[cell] = span_absmax(offset, stride, flat, count, scales[cell], &bad);
+                      });
+        failed = bad != kNone;
+        if (!failed) {
+          for (int64_t i = 0; i < result.scales.numel(); ++i) scales[i] = scale_of(scales[i]);
+        }
+      }  // (the single's barrier: every thread sees the scales and `failed`)
+      if (!failed) for_each_span(layout, begin, end, encode);
     }
   }
-
-  char* out = static_cast<char*>(result.values.data());
-  for_each_span(layout,
-                [&](int64_t offset, int64_t stride, int64_t flat, int64_t count, int64_t cell) {
-                  void* dst = out + flat;  // every storage type is one byte
-                  encode_span(input, type, offset, stride, count, scales[cell], dst);
-                });
+  failed = *std::min_element(first_bad.begin(), first_bad.end()) != kNone;
+  if (failed) {
+    const int64_t element = *std::min_element(first_bad.begin(), first_bad.end());
+    if (static_range) {
+      fail("input", "NaN at element " + std::to_string(element),
+           "int8 has no NaN code; remove NaNs before quantizing");
+    }
+    fail("input", "non-finite value at element " + std::to_string(element),
+         "dynamic calibration needs finite inputs (use a static range to saturate)");
+  }
   return result;
 }
 

@@ -218,7 +218,8 @@ QuantizedGmmOperands prepare_quantized_gmm(const TensorView& lhs, const Quantize
     const Granularity per_row = quant.lhs_k_block > 0
                                     ? Granularity::channel({0}, 1, quant.lhs_k_block)
                                     : Granularity::channel({0});
-    operands.lhs = quantize(lhs, recipe_operand_type(quant.recipe), per_row);
+    operands.lhs = quantize(lhs, recipe_operand_type(quant.recipe), per_row, std::nullopt,
+                            resolve_threads(options.threads));
     operands.rhs_scales_in_kernel = true;
     return operands;
   }
@@ -240,13 +241,27 @@ QuantizedGmmOperands prepare_quantized_gmm(const TensorView& lhs, const Quantize
       }
     }
   }
-  operands.lhs = quantize(dout, recipe_gradient_type(quant.recipe), Granularity::channel({0}));
+  operands.lhs = quantize(dout, recipe_gradient_type(quant.recipe), Granularity::channel({0}),
+                          std::nullopt, resolve_threads(options.threads));
   operands.rhs_scales_in_kernel = !fold;
   return operands;
 }
 
 Tensor run_quantized_gmm(const QuantizedGmmOperands& operands, const TensorView& group_sizes,
                          const GmmOptions& o, const QuantGmmOptions& quant) {
+  const Shape& lhs_shape = operands.lhs.values.shape();
+  require(lhs_shape.size() == 2, "lhs", shape_string(lhs_shape), "expected [M, K]");
+  const Shape& w = operands.rhs.values.shape();
+  require(w.size() == 3, "weight", shape_string(w), "expected [G, K, N]");
+  const int64_t n = w[o.transpose_rhs ? 1 : 2];
+  Tensor out(DType::kF32, {lhs_shape[0], o.fuse_swiglu ? n / 2 : n});
+  run_quantized_gmm_into(operands, group_sizes, out.view(), o, quant);
+  return out;
+}
+
+void run_quantized_gmm_into(const QuantizedGmmOperands& operands, const TensorView& group_sizes,
+                            const TensorView& out_view, const GmmOptions& o,
+                            const QuantGmmOptions& quant) {
   const QuantizedTensor& lhs = operands.lhs;
   const QuantizedTensor& weight = operands.rhs;
   require(lhs.values.rank() == 2, "lhs", shape_string(lhs.values.shape()), "expected [M, K]");
@@ -260,7 +275,10 @@ Tensor run_quantized_gmm(const QuantizedGmmOperands& operands, const TensorView&
                                  o.group_offset, s.local_groups, o.kernel, schedule.threads, block,
                                  setting);
   schedule.input_buffer_count = o.input_buffer_count;
-  Tensor out(DType::kF32, {s.m, s.out_cols});
+  ops::check_tensor(out_view, "out", 2, {DType::kF32});
+  ops::check_dim(out_view, "out", 0, s.m, "rows of lhs");
+  ops::check_dim(out_view, "out", 1, s.out_cols, "output columns");
+  float* const out = out_view.as<float>();
 
   const bool staged = o.fuse_swiglu || o.col_scale || o.col_bias || o.row_scale;
   const bool per_row = lhs.granularity == Granularity::channel({0});
@@ -284,9 +302,9 @@ Tensor run_quantized_gmm(const QuantizedGmmOperands& operands, const TensorView&
     p.num_groups = group_sizes.dim(0);
     p.group_offset = o.group_offset;
     p.local_groups = s.local_groups;
-    p.out = out.as<float>();
+    p.out = out;
     kernels::int8_gmm(p, schedule);
-    return out;
+    return;
   }
 
   kernels::GmmProblem p;
@@ -304,7 +322,7 @@ Tensor run_quantized_gmm(const QuantizedGmmOperands& operands, const TensorView&
   p.num_groups = group_sizes.dim(0);
   p.group_offset = o.group_offset;
   p.local_groups = s.local_groups;
-  p.out = out.as<float>();
+  p.out = out;
   // The caller's output stage (v2 only, checked above).
   auto column_vector = [&](const std::optional<TensorView>& v, const std::string& name,
                            int64_t* group_stride) -> const float* {
@@ -334,7 +352,6 @@ Tensor run_quantized_gmm(const QuantizedGmmOperands& operands, const TensorView&
   } else {
     kernels::gmm_v2(p, schedule);
   }
-  return out;
 }
 
 Tensor quantized_gmm(const TensorView& lhs, const QuantizedTensor& weight,
@@ -366,7 +383,8 @@ QuantizedTgmmOperands prepare_quantized_tgmm(const TensorView& lhs, const Tensor
   require(quant.lhs_k_block == 0, "lhs_k_block", quant.lhs_k_block,
           "K-blocks of lhs scales apply to the forward pass only");
   QuantizedTgmmOperands operands;
-  operands.lhs = quantize(lhs, recipe_operand_type(quant.recipe), Granularity::channel({0}));
+  operands.lhs = quantize(lhs, recipe_operand_type(quant.recipe), Granularity::channel({0}),
+                          std::nullopt, resolve_threads(options.threads));
   // The lhs row scale lies on the contracted (token) dim: fold it into dout.
   Tensor folded = to_f32(dout);
   const float* row_scales = operands.lhs.scales.as<const float>();
@@ -374,7 +392,8 @@ QuantizedTgmmOperands prepare_quantized_tgmm(const TensorView& lhs, const Tensor
   for (int64_t row = 0; row < s.m; ++row) {
     for (int64_t j = 0; j < s.n; ++j) d[row * s.n + j] *= row_scales[row];
   }
-  operands.dout = quantize(folded, recipe_gradient_type(quant.recipe), Granularity::channel({1}));
+  operands.dout = quantize(folded, recipe_gradient_type(quant.recipe), Granularity::channel({1}),
+                           std::nullopt, resolve_threads(options.threads));
   operands.lhs_scales_in_kernel = false;
   return operands;
 }

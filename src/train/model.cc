@@ -138,7 +138,12 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
   require(tokens % seq == 0, "tokens", tokens,
           "must be whole sequences of max_target_length=" + std::to_string(seq));
   LossParts parts;
-  for (Block& block : blocks) {
+  for (size_t index = 0; index < blocks.size(); ++index) {
+    Block& block = blocks[index];
+    // One slice per decoder layer (attention, MoE or dense MLP), holding its
+    // spans and GMM events: the trace's layer level.
+    auto layer = profile(profiler, "layer/fwd", OpKind::kSpan);
+    layer.arg("layer", static_cast<int64_t>(index));
     if (block.attention) {
       auto span = profile(profiler, "attention", OpKind::kSpan);
       forward_begin(block.attention_unit);
@@ -260,6 +265,8 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
   backward_end(final_unit);
   for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
     Block& block = *it;
+    auto layer = profile(profiler, "layer/bwd", OpKind::kSpan);
+    layer.arg("layer", static_cast<int64_t>(blocks.rend() - it - 1));
     // x_out = x_mid + ffn(norm(x_mid)): dx passes through and gains the branch.
     block.dnormed.assign(activations, T(0));
     backward_begin(block.ffn_unit);

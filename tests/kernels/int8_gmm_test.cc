@@ -29,7 +29,7 @@ struct Data {
 
 Data make_data(const Case& c, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> code(-127, 127);
+  std::uniform_int_distribution<int> code(-128, 127);  // the whole int8 range
   std::uniform_real_distribution<float> scale(0.001f, 0.1f);
   const int64_t g = static_cast<int64_t>(c.sizes.size());
   Data d;
@@ -37,14 +37,14 @@ Data make_data(const Case& c, uint32_t seed) {
   d.rhs.resize(g * c.k * c.n);
   for (auto& v : d.lhs) v = static_cast<int8_t>(code(rng));
   for (auto& v : d.rhs) v = static_cast<int8_t>(code(rng));
-  // Extremes: whole rows of -127 and +127 stress every sum's range.
+  // Extremes: whole rows of -128 and +127 stress every sum's range.
   if (c.m > 1) {
     for (int64_t kk = 0; kk < c.k; ++kk) {
-      d.lhs[kk] = -127;
+      d.lhs[kk] = -128;
       d.lhs[c.k + kk] = 127;
     }
   }
-  for (int64_t kk = 0; kk < c.k && c.n > 0; ++kk) d.rhs[kk * c.n] = -127;
+  for (int64_t kk = 0; kk < c.k && c.n > 0; ++kk) d.rhs[kk * c.n] = -128;
   d.row_scale.resize(c.m);
   d.col_scale.resize(g * c.n);
   for (auto& v : d.row_scale) v = scale(rng);

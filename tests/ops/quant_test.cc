@@ -372,3 +372,48 @@ TEST(Dequantize, RefusesMismatchedInputs) {
 
 }  // namespace
 }  // namespace raggemm
+
+namespace raggemm {
+namespace {
+
+// The thread count changes no bit of codes or scales, for every type and
+// for granularities whose cells lie within a row (threads split the rows)
+// and across rows (one thread finds the maxima); and a non-finite input is
+// reported at the same, first, element. Tensors are large enough that the
+// team really splits (quantize keeps small tensors on one thread).
+TEST(Quantize, ThreadCountChangesNoBit) {
+  Tensor x = random_normal({515, 260}, 11, 3.0f);
+  x.as<float>()[7] = 1000.0f;  // one dominant value in one cell
+  const Granularity granularities[] = {Granularity::channel({0}), Granularity::channel({1}),
+                                       Granularity::per_tensor(), Granularity::channel({0}, 1, 32)};
+  for (QuantType type : {QuantType::kInt8, QuantType::kFp8E4M3, QuantType::kFp8E5M2}) {
+    for (const Granularity& g : granularities) {
+      const QuantizedTensor one = quantize(x, type, g, std::nullopt, 1);
+      for (int threads : {2, 3, 7}) {
+        const QuantizedTensor many = quantize(x, type, g, std::nullopt, threads);
+        ASSERT_EQ(one.scales.nbytes(), many.scales.nbytes());
+        EXPECT_EQ(std::memcmp(one.values.data(), many.values.data(), one.values.nbytes()), 0)
+            << quant_type_name(type) << " " << g.to_string() << " threads " << threads;
+        EXPECT_EQ(std::memcmp(one.scales.data(), many.scales.data(), one.scales.nbytes()), 0)
+            << quant_type_name(type) << " " << g.to_string() << " threads " << threads;
+      }
+    }
+  }
+  Tensor bad = random_normal({515, 260}, 12);
+  bad.as<float>()[400 * 260 + 3] = NAN;
+  bad.as<float>()[300 * 260 + 9] = INFINITY;  // the first one, in the other thread's rows
+  for (int threads : {1, 2, 3}) {
+    try {
+      quantize(bad, QuantType::kInt8, Granularity::channel({0}), std::nullopt, threads);
+      ADD_FAILURE() << "accepted a non-finite input, threads " << threads;
+    } catch (const Error& error) {
+      EXPECT_NE(std::string(error.what()).find("element " + std::to_string(300 * 260 + 9)),
+                std::string::npos)
+          << error.what();
+    }
+  }
+  EXPECT_THROW(quantize(x, QuantType::kInt8, Granularity::channel({0}), std::nullopt, -1), Error);
+}
+
+}  // namespace
+}  // namespace raggemm

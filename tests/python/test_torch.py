@@ -100,6 +100,46 @@ def test_bf16_inputs_give_bf16_results_and_gradients():
     assert f32.dtype == torch.float32
 
 
+def test_bf16_backward_runs_bf16_passes_on_the_bf16_gradient():
+    # As torch._grouped_mm: with bf16 operands the incoming gradient is
+    # rounded to bf16, so dlhs and tgmm run bf16 x bf16 (the dot-product
+    # kernels). The gradients equal the numpy API's passes on that bf16
+    # gradient, bit for bit.
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    lhs, rhs, sizes = problem(40, 24, 16, [10, 0, 25], dtype=torch.bfloat16)
+    lhs.requires_grad_(True)
+    rhs.requires_grad_(True)
+    weight = torch.randn(40, 16, generator=torch.Generator().manual_seed(3))
+    (rtorch.ragged_dot(lhs, rhs, sizes, out_dtype=torch.float32, threads=1) * weight).sum().backward()
+
+    def bf16_numpy(t):
+        return t.detach().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+
+    grad = bf16_numpy(weight.to(torch.bfloat16))
+    want_lhs = raggemm.gmm(grad, bf16_numpy(rhs), sizes.numpy(), transpose_rhs=True, threads=1)
+    want_rhs = raggemm.tgmm(bf16_numpy(lhs), grad, sizes.numpy(), threads=1)
+    assert torch.equal(lhs.grad, torch.from_numpy(want_lhs).to(torch.bfloat16))
+    assert torch.equal(rhs.grad, torch.from_numpy(want_rhs).to(torch.bfloat16))
+
+
+def test_bf16_gradients_match_torch_grouped_mm_where_it_runs_on_cpu():
+    lhs, rhs, sizes = problem(64, 32, 48, [16, 0, 32, 16], dtype=torch.bfloat16)
+    offs = torch.cumsum(sizes, 0, dtype=torch.int32)
+    weight = torch.randn(64, 48, generator=torch.Generator().manual_seed(4)).to(torch.bfloat16)
+    grads = []
+    for fn in (torch._grouped_mm, rtorch.grouped_mm):
+        a, b = lhs.clone().requires_grad_(True), rhs.clone().requires_grad_(True)
+        try:
+            (fn(a, b, offs) * weight).sum().backward()
+        except (AttributeError, RuntimeError, NotImplementedError) as error:
+            pytest.skip(f"torch._grouped_mm does not run on CPU here: {error}")
+        grads.append((a.grad, b.grad))
+    (want_lhs, want_rhs), (got_lhs, got_rhs) = grads
+    assert got_lhs.dtype == want_lhs.dtype == torch.bfloat16
+    assert rel_err(got_lhs, want_lhs) < BF16_TOLERANCE
+    assert rel_err(got_rhs, want_rhs) < BF16_TOLERANCE
+
+
 @pytest.mark.filterwarnings("ignore:Input #:UserWarning")
 def test_gradcheck_against_f64_finite_differences():
     # The kernels compute in f32, so the finite differences use a loose

@@ -43,6 +43,35 @@ def check_format(trace):
     return tracks
 
 
+WORKER_TRACK_BASE = 1000  # a worker track's tid: 1000 * calling track + OpenMP worker
+
+
+def calling_tracks(tracks):
+    """The calling threads' tracks (the worker tracks left out)."""
+    return {track: events for track, events in tracks.items() if track[1] < WORKER_TRACK_BASE}
+
+
+def check_worker_tracks(tracks):
+    """Every GMM event holds >= 1 "worker" slice (same pid, args gmm = its
+    name) on a worker track of its calling track, and every worker slice
+    lies in such an event. Returns the number of worker slices."""
+    gmms = [e for events in tracks.values() for e in events if e["cat"] == "expert_gmm"]
+    workers = [(track, e) for track, events in tracks.items() for e in events
+               if e["cat"] == "worker"]
+    held = {id(g): 0 for g in gmms}
+    for (pid, tid), worker in workers:
+        assert tid >= WORKER_TRACK_BASE and worker["args"]["worker"] == tid % WORKER_TRACK_BASE
+        assert worker["args"]["items"] >= 1
+        owners = [g for g in gmms if g["pid"] == pid and g["name"] == worker["args"]["gmm"]
+                  and g["tid"] == tid // WORKER_TRACK_BASE
+                  and g["ts"] <= worker["ts"] + 1e-3
+                  and worker["ts"] + worker["dur"] <= g["ts"] + g["dur"] + 1e-3]
+        assert owners, f"worker slice outside its GMM event: {worker}"
+        held[id(min(owners, key=lambda g: g["dur"]))] += 1
+    assert all(held.values()), "a GMM event without worker slices"
+    return len(workers)
+
+
 def check_gmm(event, pass_, weight):
     args = event["args"]
     for key, kind in GMM_FIELDS.items():
@@ -71,8 +100,11 @@ def test_numpy_calls_nest_in_step_and_layer_spans_with_their_fields(tmp_path):
                                 kernel="v1", tiles=(8, 8, 8))
                     raggemm.tgmm(lhs, out, sizes, weight="wi")
     raggemm.gmm(lhs, rhs, sizes)  # after the block: not recorded
-    tracks = check_format(json.loads(path.read_text()))
+    all_tracks = check_format(json.loads(path.read_text()))
+    tracks = calling_tracks(all_tracks)
     assert list(tracks) == [(2, 1)]  # pid = rank, one calling thread
+    assert check_worker_tracks(all_tracks) >= 6  # the workers of the 6 calls
+    assert {pid for pid, _ in all_tracks} == {2}
     events = tracks[(2, 1)]
     gmms = [e for e in events if e["cat"] == "expert_gmm"]
     assert [e["args"]["pass"] for e in gmms] == ["fwd", "dlhs", "drhs"] * 2
@@ -108,8 +140,10 @@ def test_threads_get_their_own_tracks_and_a_second_trace_is_refused(tmp_path):
             worker.start()
         for worker in workers:
             worker.join()
-    tracks = check_format(json.loads(path.read_text()))
+    all_tracks = check_format(json.loads(path.read_text()))
+    tracks = calling_tracks(all_tracks)
     assert len(tracks) == 3 and all(len(events) == 1 for events in tracks.values())
+    check_worker_tracks(all_tracks)
     assert not (tmp_path / "other.json").exists()
 
 

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -146,11 +147,18 @@ TEST(TrainCliTest, LossFallsAndTraceOpens) {
   std::ifstream trace_file(dir.str() + "/falls/trace.json");
   const nlohmann::json trace = nlohmann::json::parse(trace_file);
   ASSERT_GT(trace["traceEvents"].size(), 30u);
-  // Format rules, one process (rank 0) and one track (the trainer's thread).
+  // Format rules, one process (rank 0) and one track for the trainer's
+  // thread, beside the kernels' worker tracks (tid 1000 * 1 + worker).
   const auto tracks = testing::expect_valid_trace(trace);
-  ASSERT_EQ(tracks.size(), 1u);
+  ASSERT_GE(tracks.size(), 2u);
   const auto& [track, slices] = *tracks.begin();
-  EXPECT_EQ(track.first, 0);
+  EXPECT_EQ(track, std::make_pair(0, 1));
+  for (const auto& [other, _] : tracks) {
+    if (other != track) {
+      EXPECT_GE(other.second, 1000) << "tid " << other.second;
+    }
+  }
+  EXPECT_GT(testing::expect_worker_tracks(tracks), 30 * 6);
   // Every expert GMM event nests in a layer slice, which nests in a step
   // slice, and carries what ran on what.
   int steps = 0, gmms = 0;
@@ -182,6 +190,40 @@ TEST(TrainCliTest, LossFallsAndTraceOpens) {
   EXPECT_EQ(steps, 30);
   EXPECT_GT(gmms, 30 * 6);
   EXPECT_TRUE(saw_swiglu);
+  // Every decoder layer (the dense first one included) has a layer/fwd and
+  // a layer/bwd slice per step, with its index, inside the step; every
+  // expert GMM and every dense GMM of a layer nests in one.
+  std::map<std::pair<std::string, int64_t>, int> layer_slices;
+  int dense_in_layers = 0;
+  for (const testing::TraceSlice& slice : slices) {
+    const nlohmann::json& e = *slice.event;
+    const std::string name = e["name"];
+    if (name == "layer/fwd" || name == "layer/bwd") {
+      ASSERT_TRUE(e["args"]["layer"].is_number_integer()) << e;
+      ++layer_slices[{name, e["args"]["layer"].get<int64_t>()}];
+      const testing::TraceSlice* step = testing::parent_of(slices, slice);
+      ASSERT_NE(step, nullptr) << e;
+      while (step && (*step->event)["name"] != "step") step = testing::parent_of(slices, *step);
+      EXPECT_NE(step, nullptr) << e;
+      continue;
+    }
+    if (e["cat"] != "expert_gmm" && e["cat"] != "dense_gmm") continue;
+    const testing::TraceSlice* layer = testing::parent_of(slices, slice);
+    while (layer && !(*layer->event)["name"].get<std::string>().starts_with("layer/"))
+      layer = testing::parent_of(slices, *layer);
+    if (e["cat"] == "expert_gmm") {
+      ASSERT_NE(layer, nullptr) << e;
+    } else if (layer) {
+      ++dense_in_layers;
+    }
+  }
+  const int64_t layers = static_cast<int64_t>(layer_slices.size()) / 2;
+  EXPECT_GE(layers, 2);  // the dense first layer and at least one MoE layer
+  for (int64_t i = 0; i < layers; ++i) {
+    EXPECT_EQ((layer_slices[{"layer/fwd", i}]), 30) << "layer " << i;
+    EXPECT_EQ((layer_slices[{"layer/bwd", i}]), 30) << "layer " << i;
+  }
+  EXPECT_GT(dense_in_layers, 0);  // the dense layer's (and shared experts') matmuls
 }
 
 // The other data source, optimizer and routing options in one run.

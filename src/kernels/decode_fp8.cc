@@ -1,0 +1,262 @@
+#include "kernels/decode_fp8.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "kernels/simd_family.h"
+#include "raggemm/error.h"
+#include "raggemm/fp8.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// GCC 12's AVX-512 headers start some intrinsics from _mm512_undefined_*,
+// which -Wmaybe-uninitialized reports inside them once inlined here.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#define RAGGEMM_FP8_X86 1
+#endif
+
+namespace raggemm::kernels {
+namespace {
+
+using SpanFn = void (*)(const uint8_t*, int64_t, float, const float*, float*);
+
+// Per format: mantissa bits and the f32 exponent bias minus the format's.
+//   e4m3: normal bits (mag << 20) + (120 << 23); NaN at magnitude 0x7f.
+//   e5m2: normal bits (mag << 21) + (112 << 23); inf at 0x7c, NaN above.
+// Subnormal magnitudes (exponent field 0) get exponent field 1 instead,
+// which adds the smallest normal 2^(1 - bias); subtracting it leaves
+// mantissa * 2^(1 - bias - mantissa_bits), exactly.
+template <bool kE5M2>
+struct Format {
+  static constexpr int kShift = kE5M2 ? 21 : 20;
+  static constexpr uint32_t kRebias = kE5M2 ? (112u << 23) : (120u << 23);
+  static constexpr uint32_t kFirstNormal = kE5M2 ? 4u : 8u;  // smallest normal magnitude
+  static constexpr float kMinNormal = kE5M2 ? 0x1p-14f : 0x1p-6f;
+};
+
+void scalar_span(DType dtype, const uint8_t* src, int64_t count, float scale,
+                 const float* col_scales, float* out) {
+  const float* table = fp8_decode_table(dtype);
+  if (col_scales) {
+    for (int64_t j = 0; j < count; ++j) out[j] = table[src[j]] * scale * col_scales[j];
+  } else {
+    for (int64_t j = 0; j < count; ++j) out[j] = table[src[j]] * scale;
+  }
+}
+
+template <bool kE5M2>
+void scalar_span_of(const uint8_t* src, int64_t count, float scale, const float* col_scales,
+                    float* out) {
+  scalar_span(kE5M2 ? DType::kF8E5M2 : DType::kF8E4M3, src, count, scale, col_scales, out);
+}
+
+#ifdef RAGGEMM_FP8_X86
+#define RAGGEMM_FP8_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+#define RAGGEMM_FP8_AVX2 __attribute__((target("avx2,fma")))
+
+template <bool kE5M2>
+RAGGEMM_FP8_AVX512 inline __m512 decode16(__m512i codes) {
+  using F = Format<kE5M2>;
+  const __m512i magnitude = _mm512_and_si512(codes, _mm512_set1_epi32(0x7f));
+  const __m512i sign = _mm512_slli_epi32(_mm512_and_si512(codes, _mm512_set1_epi32(0x80)), 24);
+  __m512i bits =
+      _mm512_add_epi32(_mm512_slli_epi32(magnitude, F::kShift), _mm512_set1_epi32(F::kRebias));
+  const __mmask16 subnormal = _mm512_cmplt_epu32_mask(magnitude, _mm512_set1_epi32(F::kFirstNormal));
+  bits = _mm512_mask_add_epi32(bits, subnormal, bits, _mm512_set1_epi32(1 << 23));
+  __m512 value = _mm512_castsi512_ps(bits);
+  value = _mm512_mask_sub_ps(value, subnormal, value, _mm512_set1_ps(F::kMinNormal));
+  __m512i out = _mm512_castps_si512(value);
+  if constexpr (kE5M2) {
+    const __mmask16 inf = _mm512_cmpeq_epu32_mask(magnitude, _mm512_set1_epi32(0x7c));
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(magnitude, _mm512_set1_epi32(0x7c));
+    out = _mm512_mask_mov_epi32(out, inf, _mm512_set1_epi32(0x7f800000));
+    out = _mm512_mask_mov_epi32(out, nan, _mm512_set1_epi32(0x7fc00000));
+  } else {
+    const __mmask16 nan = _mm512_cmpeq_epu32_mask(magnitude, _mm512_set1_epi32(0x7f));
+    out = _mm512_mask_mov_epi32(out, nan, _mm512_set1_epi32(0x7fc00000));
+  }
+  return _mm512_castsi512_ps(_mm512_or_si512(out, sign));
+}
+
+template <bool kE5M2>
+RAGGEMM_FP8_AVX512 void avx512_span(const uint8_t* src, int64_t count, float scale,
+                                    const float* col_scales, float* out) {
+  const __m512 s = _mm512_set1_ps(scale);
+  for (int64_t j = 0; j < count; j += 16) {
+    const int64_t left = count - j;
+    const __mmask16 mask = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1u);
+    const __m512i codes = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mask, src + j));
+    __m512 v = _mm512_mul_ps(decode16<kE5M2>(codes), s);
+    if (col_scales) v = _mm512_mul_ps(v, _mm512_maskz_loadu_ps(mask, col_scales + j));
+    _mm512_mask_storeu_ps(out + j, mask, v);
+  }
+}
+
+// Panels: one call per source row, the panel loop inside (a call per
+// panel of 32 columns cost about as much as decoding them).
+template <bool kE5M2>
+RAGGEMM_FP8_AVX512 void avx512_panels(const uint8_t* src, int64_t cols, int nr,
+                                      int64_t panel_stride, float scale, const float* col_scales,
+                                      float* dst) {
+  const __m512 s = _mm512_set1_ps(scale);
+  for (int64_t j0 = 0; j0 < cols; j0 += nr) {
+    float* panel = dst + (j0 / nr) * panel_stride;
+    for (int64_t j = 0; j < nr; j += 16) {
+      const int64_t left = cols - j0 - j;
+      const __mmask16 mask = left >= 16 ? __mmask16(0xffff)
+                             : left <= 0 ? __mmask16(0)
+                                         : __mmask16((1u << left) - 1u);
+      const __m512i codes = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mask, src + j0 + j));
+      __m512 v = _mm512_mul_ps(decode16<kE5M2>(codes), s);
+      if (col_scales) v = _mm512_mul_ps(v, _mm512_maskz_loadu_ps(mask, col_scales + j0 + j));
+      // Columns past `cols` are zero (the masked lanes).
+      const int64_t lanes = std::min<int64_t>(16, nr - j);
+      _mm512_mask_storeu_ps(panel + j, __mmask16((1u << lanes) - 1u),
+                            _mm512_maskz_mov_ps(mask, v));
+    }
+  }
+}
+
+template <bool kE5M2>
+RAGGEMM_FP8_AVX2 inline __m256 decode8(__m256i codes) {
+  using F = Format<kE5M2>;
+  const __m256i magnitude = _mm256_and_si256(codes, _mm256_set1_epi32(0x7f));
+  const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(codes, _mm256_set1_epi32(0x80)), 24);
+  const __m256i subnormal =
+      _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(F::kFirstNormal)), magnitude);
+  __m256i bits =
+      _mm256_add_epi32(_mm256_slli_epi32(magnitude, F::kShift), _mm256_set1_epi32(F::kRebias));
+  bits = _mm256_add_epi32(bits, _mm256_and_si256(subnormal, _mm256_set1_epi32(1 << 23)));
+  __m256 value = _mm256_castsi256_ps(bits);
+  value = _mm256_sub_ps(
+      value, _mm256_and_ps(_mm256_castsi256_ps(subnormal), _mm256_set1_ps(F::kMinNormal)));
+  __m256i out = _mm256_castps_si256(value);
+  if constexpr (kE5M2) {
+    const __m256i inf = _mm256_cmpeq_epi32(magnitude, _mm256_set1_epi32(0x7c));
+    const __m256i nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7c));
+    out = _mm256_blendv_epi8(out, _mm256_set1_epi32(0x7f800000), inf);
+    out = _mm256_blendv_epi8(out, _mm256_set1_epi32(0x7fc00000), nan);
+  } else {
+    const __m256i nan = _mm256_cmpeq_epi32(magnitude, _mm256_set1_epi32(0x7f));
+    out = _mm256_blendv_epi8(out, _mm256_set1_epi32(0x7fc00000), nan);
+  }
+  return _mm256_castsi256_ps(_mm256_or_si256(out, sign));
+}
+
+template <bool kE5M2>
+RAGGEMM_FP8_AVX2 void avx2_span(const uint8_t* src, int64_t count, float scale,
+                                const float* col_scales, float* out) {
+  const __m256 s = _mm256_set1_ps(scale);
+  int64_t j = 0;
+  for (; j + 8 <= count; j += 8) {
+    int64_t eight;
+    std::memcpy(&eight, src + j, sizeof(eight));
+    const __m256i codes = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(eight));
+    __m256 v = _mm256_mul_ps(decode8<kE5M2>(codes), s);
+    if (col_scales) v = _mm256_mul_ps(v, _mm256_loadu_ps(col_scales + j));
+    _mm256_storeu_ps(out + j, v);
+  }
+  if (j < count) {
+    scalar_span_of<kE5M2>(src + j, count - j, scale, col_scales ? col_scales + j : nullptr,
+                          out + j);
+  }
+}
+#endif
+
+using PanelsFn = void (*)(const uint8_t*, int64_t, int, int64_t, float, const float*, float*);
+
+// Panels through a span decoder, a call per panel (AVX2 and scalar).
+template <SpanFn kSpan>
+void panels_by_span(const uint8_t* src, int64_t cols, int nr, int64_t panel_stride, float scale,
+                    const float* col_scales, float* dst) {
+  for (int64_t j = 0; j < cols; j += nr) {
+    const int64_t width = std::min<int64_t>(nr, cols - j);
+    float* panel = dst + (j / nr) * panel_stride;
+    kSpan(src + j, width, scale, col_scales ? col_scales + j : nullptr, panel);
+    if (width < nr) std::fill(panel + width, panel + nr, 0.0f);
+  }
+}
+
+struct Chosen {
+  SpanFn span[2];      // e4m3, e5m2
+  PanelsFn panels[2];  // e4m3, e5m2
+};
+
+// Level 2: AVX-512, 1: AVX2, 0: portable; each only where the CPU has it.
+Chosen implementations(int level) {
+#ifdef RAGGEMM_FP8_X86
+  if (level == 2) {
+    return {{&avx512_span<false>, &avx512_span<true>},
+            {&avx512_panels<false>, &avx512_panels<true>}};
+  }
+  if (level == 1) {
+    return {{&avx2_span<false>, &avx2_span<true>},
+            {&panels_by_span<&avx2_span<false>>, &panels_by_span<&avx2_span<true>>}};
+  }
+#endif
+  (void)level;
+  return {{&scalar_span_of<false>, &scalar_span_of<true>},
+          {&panels_by_span<&scalar_span_of<false>>, &panels_by_span<&scalar_span_of<true>>}};
+}
+
+int cpu_level() {
+#ifdef RAGGEMM_FP8_X86
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl")) {
+    return 2;
+  }
+  if (__builtin_cpu_supports("avx2")) return 1;
+#endif
+  return 0;
+}
+
+int format_index(DType dtype) {
+  if (dtype == DType::kF8E4M3) return 0;
+  if (dtype == DType::kF8E5M2) return 1;
+  fail("dtype", dtype_name(dtype), "not an fp8 type (expected fp8_e4m3 or fp8_e5m2)");
+}
+
+// The CPU's best, lowered to what the f32 dispatch may use now.
+const Chosen& chosen() {
+  static const int kCpu = cpu_level();
+  static const Chosen kChosen = implementations(std::min(kCpu, simd_family_allowed()));
+  return kChosen;
+}
+
+}  // namespace
+
+void decode_fp8_span(DType dtype, const uint8_t* src, int64_t count, float scale,
+                     const float* col_scales, float* out) {
+  chosen().span[format_index(dtype)](src, count, scale, col_scales, out);
+}
+
+void decode_fp8_panels(DType dtype, const uint8_t* src, int64_t cols, int nr,
+                       int64_t panel_stride, float scale, const float* col_scales, float* dst) {
+  chosen().panels[format_index(dtype)](src, cols, nr, panel_stride, scale, col_scales, dst);
+}
+
+bool decode_fp8_span_on(const char* isa, DType dtype, const uint8_t* src, int64_t count,
+                        float scale, const float* col_scales, float* out) {
+  const std::string name = isa;
+  const bool e5m2 = dtype == DType::kF8E5M2;
+  if (name == "SCALAR") {
+    scalar_span(dtype, src, count, scale, col_scales, out);
+    return true;
+  }
+#ifdef RAGGEMM_FP8_X86
+  if (name == "AVX512" && __builtin_cpu_supports("avx512f") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
+    (e5m2 ? &avx512_span<true> : &avx512_span<false>)(src, count, scale, col_scales, out);
+    return true;
+  }
+  if (name == "AVX2" && __builtin_cpu_supports("avx2")) {
+    (e5m2 ? &avx2_span<true> : &avx2_span<false>)(src, count, scale, col_scales, out);
+    return true;
+  }
+#endif
+  (void)e5m2;
+  return false;
+}
+
+}  // namespace raggemm::kernels

@@ -1,0 +1,109 @@
+#include "ops/fp8_encode.h"
+
+#include <string>
+
+#include "kernels/simd_family.h"
+#include "raggemm/fp8.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// GCC 12's AVX-512 headers start some intrinsics from _mm512_undefined_*,
+// which -Wmaybe-uninitialized reports inside them once inlined here.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#define RAGGEMM_FP8_ENCODE_X86 1
+#endif
+
+namespace raggemm::ops {
+namespace {
+
+#ifdef RAGGEMM_FP8_ENCODE_X86
+// The branch-free scheme of core/fp8.cc, lane by lane: normal magnitudes
+// rebias and round the f32 bits (nearest even), subnormal ones round
+// magnitude * 2^(bias - 1 + m) to an integer (cvtps rounds nearest even, as
+// the 1.5 * 2^23 sum there does), then masks pick one, clamp to the largest
+// finite code and put NaN back.
+template <int kBias, int kMantissa, uint32_t kMaxCode, uint32_t kNanCode>
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void encode_avx512(const float* src,
+                                                                          int64_t count,
+                                                                          float divisor,
+                                                                          uint8_t* out) {
+  constexpr int kShift = 23 - kMantissa;
+  constexpr float kSubnormalScale = static_cast<float>(1u << (kBias - 1 + kMantissa));
+  constexpr uint32_t kMinNormalBits = static_cast<uint32_t>(127 + 1 - kBias) << 23;
+  const __m512 d = _mm512_set1_ps(divisor);
+  const __m512i rebias = _mm512_set1_epi32(static_cast<int>(static_cast<uint32_t>(127 - kBias) << 23));
+  const __m512i half_minus_one = _mm512_set1_epi32((1 << (kShift - 1)) - 1);
+  const __m512i one = _mm512_set1_epi32(1);
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
+  for (int64_t j = 0; j < count; j += 16) {
+    const int64_t left = count - j;
+    const __mmask16 lanes = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1u);
+    const __m512 x = _mm512_div_ps(_mm512_maskz_loadu_ps(lanes, src + j), d);
+    const __m512i bits = _mm512_castps_si512(x);
+    const __m512i sign = _mm512_and_si512(_mm512_srli_epi32(bits, 24), _mm512_set1_epi32(0x80));
+    const __m512i magnitude = _mm512_and_si512(bits, abs_mask);
+    const __m512i rebased = _mm512_sub_epi32(magnitude, rebias);
+    const __m512i round = _mm512_add_epi32(
+        half_minus_one, _mm512_and_si512(_mm512_srli_epi32(rebased, kShift), one));
+    const __m512i normal = _mm512_srli_epi32(_mm512_add_epi32(rebased, round), kShift);
+    const __mmask16 subnormal =
+        _mm512_cmplt_epu32_mask(magnitude, _mm512_set1_epi32(static_cast<int>(kMinNormalBits)));
+    const __m512 scaled = _mm512_mul_ps(
+        _mm512_castsi512_ps(_mm512_maskz_mov_epi32(subnormal, magnitude)),
+        _mm512_set1_ps(kSubnormalScale));
+    __m512i code = _mm512_mask_mov_epi32(normal, subnormal, _mm512_cvtps_epi32(scaled));
+    const __mmask16 too_big =
+        _mm512_cmpge_epu32_mask(magnitude, _mm512_set1_epi32(0x7f800000)) |
+        _mm512_cmpgt_epu32_mask(code, _mm512_set1_epi32(static_cast<int>(kMaxCode)));
+    code = _mm512_mask_mov_epi32(code, too_big, _mm512_set1_epi32(static_cast<int>(kMaxCode)));
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(magnitude, _mm512_set1_epi32(0x7f800000));
+    code = _mm512_mask_mov_epi32(code, nan, _mm512_set1_epi32(static_cast<int>(kNanCode)));
+    _mm_mask_storeu_epi8(out + j, lanes, _mm512_cvtepi32_epi8(_mm512_or_si512(code, sign)));
+  }
+}
+
+bool has_avx512() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl");
+}
+
+void encode_avx512_of(DType dtype, const float* src, int64_t count, float divisor, uint8_t* out) {
+  if (dtype == DType::kF8E4M3) {
+    encode_avx512<7, 3, 0x7eu, 0x7fu>(src, count, divisor, out);
+  } else {
+    encode_avx512<15, 2, 0x7bu, 0x7eu>(src, count, divisor, out);
+  }
+}
+#endif
+
+}  // namespace
+
+void encode_fp8_span(DType dtype, const float* src, int64_t count, float divisor, uint8_t* out) {
+#ifdef RAGGEMM_FP8_ENCODE_X86
+  static const bool avx512 = has_avx512();
+  if (avx512 && kernels::avx512_family_allowed() &&
+      (dtype == DType::kF8E4M3 || dtype == DType::kF8E5M2)) {
+    encode_avx512_of(dtype, src, count, divisor, out);
+    return;
+  }
+#endif
+  fp8_encode_span(dtype, src, count, divisor, out);  // refuses other dtypes
+}
+
+bool encode_fp8_span_on(const char* isa, DType dtype, const float* src, int64_t count,
+                        float divisor, uint8_t* out) {
+  const std::string name = isa;
+  if (name == "PORTABLE") {
+    fp8_encode_span(dtype, src, count, divisor, out);
+    return true;
+  }
+#ifdef RAGGEMM_FP8_ENCODE_X86
+  if (name == "AVX512" && has_avx512()) {
+    encode_avx512_of(dtype, src, count, divisor, out);
+    return true;
+  }
+#endif
+  return false;
+}
+
+}  // namespace raggemm::ops
