@@ -1,4 +1,4 @@
-// The communicator expert parallelism runs on (docs/expert_parallelism.md):
+// The communicator expert parallelism runs on (docs/parallelism.md):
 // the collectives the MoE layer and the trainer need, on buffers of rows.
 //
 // Counts are in rows of `row_elems` elements, not in bytes, so a large
@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace raggemm {
@@ -36,6 +37,31 @@ constexpr CommType comm_type_of<int64_t>() {
   return CommType::kI64;
 }
 
+class Communicator;
+
+// A non-blocking collective in flight (Communicator::start_allgather). wait()
+// completes it; the destructor waits too, so a request is never abandoned
+// while MPI still writes into its buffer.
+class CommRequest {
+ public:
+  virtual ~CommRequest() = default;
+  void wait();
+  bool done() const { return done_; }
+
+ protected:
+  explicit CommRequest(Communicator& comm) : comm_(comm) {}
+  virtual void do_wait() = 0;
+  // Subclasses call this from their destructor (a virtual call is not
+  // possible from the base destructor).
+  void finish() {
+    if (!done_) wait();
+  }
+
+ private:
+  Communicator& comm_;
+  bool done_ = false;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -56,6 +82,14 @@ class Communicator {
   // data[i] = sum over ranks of data[i], in place.
   void allreduce_sum(void* data, int64_t count, CommType type);
   void barrier();
+  // Every rank's `count` elements in rank order into recv [size() * count],
+  // without blocking: the caller computes while it travels, then waits.
+  // The time counted is that of the start and the wait, not the overlap.
+  std::unique_ptr<CommRequest> start_allgather(const void* send, int64_t count, void* recv,
+                                               CommType type);
+  // The ranks with the same `color` form a new communicator, ordered by
+  // `key` (MPI_Comm_split); every rank must call it.
+  virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
   // Ends the whole job with `message` printed by this rank; never returns.
   [[noreturn]] virtual void abort(const std::string& message) = 0;
 
@@ -76,10 +110,13 @@ class Communicator {
                                  int64_t row_elems, CommType type) = 0;
   virtual void do_allreduce_sum(void* data, int64_t count, CommType type) = 0;
   virtual void do_barrier() = 0;
+  virtual std::unique_ptr<CommRequest> do_start_allgather(const void* send, int64_t count,
+                                                          void* recv, CommType type) = 0;
 
  private:
   double seconds_ = 0;
   friend class CommTimer;
+  friend class CommRequest;
 };
 
 // P = 1: every collective is a copy (or nothing); abort throws nothing, it
@@ -89,6 +126,9 @@ class SingleProcessCommunicator final : public Communicator {
   int rank() const override { return 0; }
   int size() const override { return 1; }
   [[noreturn]] void abort(const std::string& message) override;
+  std::unique_ptr<Communicator> split(int, int) override {
+    return std::make_unique<SingleProcessCommunicator>();
+  }
 
  protected:
   void do_alltoallv(const void* send, const int64_t* send_rows, void* recv,
@@ -99,6 +139,8 @@ class SingleProcessCommunicator final : public Communicator {
                          CommType type) override;
   void do_allreduce_sum(void*, int64_t, CommType) override {}
   void do_barrier() override {}
+  std::unique_ptr<CommRequest> do_start_allgather(const void* send, int64_t count, void* recv,
+                                                  CommType type) override;
 };
 
 // Ranks and sizes of a communicator that may be null (null = one process).

@@ -19,7 +19,7 @@
 // shared experts. The layer is a template over the scalar type: float runs
 // the raggemm ops; double runs naive loops (the finite-difference oracle).
 //
-// Expert parallelism (docs/expert_parallelism.md): given a Communicator of
+// Expert parallelism (docs/parallelism.md): given a Communicator of
 // P > 1 ranks, the layer holds experts [rank * E/P, (rank + 1) * E/P) only
 // and exchanges rows with the other ranks, by all-to-all dispatch or, with
 // use_ring_of_experts, by all-gathering the tokens and reduce-scattering the
@@ -217,6 +217,10 @@ class MoeLayer {
   MoeLayer(MoeLayer&&) noexcept;
 
   const MoeConfig& config() const;
+  // The other mesh axes whose ranks hold other tokens (data, fsdp): the
+  // load-balancing statistics and the loads are summed over them too, so
+  // they stay the global batch's. Not owned; null entries are skipped.
+  void set_batch_comms(std::vector<Communicator*> comms);
   void init(uint64_t seed);
   // x [tokens, embed] -> out [tokens, embed]; keeps what backward needs.
   void forward(const T* x, int64_t tokens, T* out);

@@ -16,11 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "raggemm/mesh.h"
 #include "raggemm/moe.h"
 
-namespace raggemm {
-class Communicator;
-}
 
 namespace raggemm::train {
 
@@ -110,10 +108,19 @@ struct TrainConfig {
   int64_t eval_steps = 1;                 // held-out batches per evaluation
   std::string profiler;  // "" | trace
   bool allow_config_change_on_resume = false;
-  // Expert parallelism (docs/expert_parallelism.md): P processes, each with
+  // Expert parallelism (docs/parallelism.md): P processes, each with
   // num_experts / P experts and per_device_batch_size sequences of the
   // global batch of P * per_device_batch_size.
   int64_t ici_expert_parallelism = 1;
+  // The mesh (docs/parallelism.md): dp x fsdp x ep processes, each reading
+  // per_device_batch_size sequences of the global batch. -1 in one axis
+  // (any of the three) is filled at launch from the process count;
+  // run_training resolves it before anything else.
+  int64_t ici_data_parallelism = 1;
+  int64_t ici_fsdp_parallelism = 1;
+  // FSDP: keep each layer's gathered weights from forward to backward
+  // (memory of the whole model, no second all-gather).
+  bool fsdp_keep_gathered_weights = false;
   // Model preset and attention (docs/moe_configuration.md, "Attention" and
   // "Model presets"). moe.mlp_dim is the experts' hidden size
   // (base_moe_mlp_dim, or base_mlp_dim when unset); base_mlp_dim the dense
@@ -144,7 +151,13 @@ struct TrainConfig {
   std::string run_dir() const;
   // Tokens of one process's share of a step.
   int64_t tokens_per_step() const { return per_device_batch_size * max_target_length; }
-  int64_t global_tokens_per_step() const { return ici_expert_parallelism * tokens_per_step(); }
+  // Processes of the mesh (axes resolved; an unresolved -1 counts as 1).
+  int64_t processes() const {
+    auto axis = [](int64_t v) { return v > 0 ? v : int64_t{1}; };
+    return axis(ici_data_parallelism) * axis(ici_fsdp_parallelism) *
+           axis(ici_expert_parallelism);
+  }
+  int64_t global_tokens_per_step() const { return processes() * tokens_per_step(); }
 };
 
 // Typed, validated config; invalid values and combinations throw Error
@@ -192,7 +205,13 @@ struct StepMetrics {
   double attention_time_share = 0;  // everything inside attention (projections, core, RoPE)
   double optimizer_time_share = 0;
   double data_time_share = 0;
-  double comm_time_share = 0;  // expert parallelism: time inside collectives / step time
+  double comm_time_share = 0;  // mesh: time inside collectives / step time, all axes
+  // The same per mesh axis (docs/parallelism.md): data (gradient and
+  // statistics sums over replicas), fsdp (all-gathers, reduce-scatters),
+  // expert (dispatch, ring).
+  double comm_dp_time_share = 0;
+  double comm_fsdp_time_share = 0;
+  double comm_ep_time_share = 0;
   double expert_gmm_gflops = 0;
   int64_t max_expert_load = 0;  // largest group of the first MoE layer
   // Dense path: (token, slot) assignments dropped past capacity, all MoE
@@ -213,15 +232,23 @@ struct TrainResult {
   double loss_floor = 0;  // entropy rate of the data (nats/token); NaN if unknown
   int64_t resumed_from_step = 0;
   std::vector<StepMetrics> steps;  // of this invocation
+  // Bytes this rank held after its last step (vector capacities): values
+  // and optimizer state of the routed experts' weights and of everything
+  // else (FSDP: the shards).
+  int64_t non_expert_param_bytes = 0, non_expert_optimizer_bytes = 0;
+  int64_t expert_param_bytes = 0, expert_optimizer_bytes = 0;
 };
 
-// Expert parallelism launch checks, before anything trains: the
-// communicator must have ici_expert_parallelism ranks (null = one) and
-// num_experts must divide by it; otherwise Error naming the key and value.
-void check_launch(const TrainConfig& config, const Communicator* comm);
+// The mesh's launch checks, before anything trains: ici_data_parallelism x
+// ici_fsdp_parallelism x ici_expert_parallelism (one of them may be -1)
+// must be the communicator's ranks (null = one), num_experts must divide
+// by the expert axis; otherwise Error naming the keys and values. (With
+// dp = fsdp = 1 the error names ici_expert_parallelism alone, as before
+// meshes.) Returns the mesh with any -1 filled in.
+MeshShape check_launch(const TrainConfig& config, const Communicator* comm);
 
 // Runs (or resumes) a training; writes the run directory; prints one line
-// per step to `log`. With a communicator of P > 1 ranks (expert parallelism)
+// per step to `log`. With a communicator of P > 1 ranks (the mesh)
 // every rank calls it: rank r trains on sequences [r * B, (r + 1) * B) of
 // each global batch, rank 0 alone logs and writes config.yml and
 // metrics.jsonl, every rank writes its own checkpoint shard. Metrics are of

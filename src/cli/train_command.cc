@@ -15,12 +15,14 @@ namespace {
 
 void print_help() {
   std::cout << "usage: raggemm train [config.yml] [key=value ...] [key: value ...]\n"
-               "       mpirun -np P raggemm train [config.yml] ici_expert_parallelism=P ...\n\n"
+               "       mpirun -np P raggemm train [config.yml] ici_expert_parallelism=P ...\n"
+               "       mpirun -np P raggemm train [config.yml] ici_data_parallelism=D\n"
+               "           ici_fsdp_parallelism=F ici_expert_parallelism=E ...  (D*F*E = P)\n\n"
                "Trains the MoE model of the config (configs/base.yml lists every key and its\n"
                "default; docs/moe_configuration.md explains them). Overrides come after the\n"
                "config file as key=value (one word) or 'key:' 'value' (two words), mixed.\n"
                "Output: base_output_directory/run_name/{config.yml, metrics.jsonl, checkpoints/,\n"
-               "trace.json}. Expert parallelism over P processes: docs/expert_parallelism.md.\n\n"
+               "trace.json}. Data, FSDP and expert parallelism over P processes: docs/parallelism.md.\n\n"
                "keys:\n";
   for (const train::ConfigKey& key : train::config_keys()) {
     std::cout << "  " << key.name << " (default "
@@ -40,10 +42,14 @@ void print_help() {
 // names the mismatch); none otherwise, so a plain run never touches MPI.
 std::unique_ptr<Communicator> launch_communicator(const train::TrainConfig& config) {
 #ifdef RAGGEMM_HAVE_MPI
-  if (launched_by_mpirun() || config.ici_expert_parallelism > 1) return make_mpi_communicator();
+  if (launched_by_mpirun() || config.processes() > 1) return make_mpi_communicator();
 #endif
-  require(config.ici_expert_parallelism == 1, "ici_expert_parallelism",
-          config.ici_expert_parallelism, "this raggemm was built without MPI (RAGGEMM_WITH_MPI)");
+  require(config.processes() == 1,
+          "ici_data_parallelism,ici_fsdp_parallelism,ici_expert_parallelism",
+          std::to_string(config.ici_data_parallelism) + "," +
+              std::to_string(config.ici_fsdp_parallelism) + "," +
+              std::to_string(config.ici_expert_parallelism),
+          "this raggemm was built without MPI (RAGGEMM_WITH_MPI)");
   return nullptr;
 }
 

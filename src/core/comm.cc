@@ -80,6 +80,20 @@ void Communicator::allreduce_sum(void* data, int64_t count, CommType type) {
   do_allreduce_sum(data, count, type);
 }
 
+void CommRequest::wait() {
+  if (done_) return;
+  CommTimer timer(comm_);
+  do_wait();
+  done_ = true;
+}
+
+std::unique_ptr<CommRequest> Communicator::start_allgather(const void* send, int64_t count,
+                                                           void* recv, CommType type) {
+  require(count >= 0, "count", count, "must be >= 0");
+  CommTimer timer(*this);
+  return do_start_allgather(send, count, recv, type);
+}
+
 void Communicator::barrier() {
   CommTimer timer(*this);
   do_barrier();
@@ -113,6 +127,28 @@ void SingleProcessCommunicator::do_reduce_scatter(const void* send, void* recv,
                                                   CommType type) {
   if (recv_rows[0] == 0 || send == recv) return;
   std::memmove(recv, send, static_cast<size_t>(recv_rows[0] * row_elems) * comm_type_size(type));
+}
+
+namespace {
+// One process: the copy is done at the start; nothing is in flight.
+class DoneRequest final : public CommRequest {
+ public:
+  explicit DoneRequest(Communicator& comm) : CommRequest(comm) {}
+  ~DoneRequest() override { finish(); }
+
+ protected:
+  void do_wait() override {}
+};
+}  // namespace
+
+std::unique_ptr<CommRequest> SingleProcessCommunicator::do_start_allgather(const void* send,
+                                                                           int64_t count,
+                                                                           void* recv,
+                                                                           CommType type) {
+  if (count > 0 && send != recv) {
+    std::memmove(recv, send, static_cast<size_t>(count) * comm_type_size(type));
+  }
+  return std::make_unique<DoneRequest>(*this);
 }
 
 }  // namespace raggemm

@@ -1,4 +1,4 @@
-// The two exchanges of expert parallelism (docs/expert_parallelism.md). Rank
+// The two exchanges of expert parallelism (docs/parallelism.md). Rank
 // r of P owns experts [r * E/P, (r + 1) * E/P); every collective runs on the
 // layer's Communicator.
 //

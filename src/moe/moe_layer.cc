@@ -220,6 +220,19 @@ const MoeConfig& MoeLayer<T>::config() const {
 }
 
 template <class T>
+void MoeLayer<T>::set_batch_comms(std::vector<Communicator*> comms) {
+  impl_->batch_comms.clear();
+  for (Communicator* c : comms) {
+    if (comm_size(c) > 1) impl_->batch_comms.push_back(c);
+  }
+}
+
+template <class T>
+void MoeLayer<T>::Impl::sum_over_batch(Routing<T>& r) {
+  for (Communicator* c : batch_comms) sum_routing_stats(*c, config.router, r);
+}
+
+template <class T>
 void MoeLayer<T>::init(uint64_t seed) {
   Impl& m = *impl_;
   const double in_scale = 1.0 / std::sqrt(static_cast<double>(m.config.embed_dim));
@@ -257,7 +270,9 @@ void MoeLayer<T>::forward(const T* x, int64_t tokens, T* out) {
     m.forward_all_to_all(out);
   } else {
     m.route_local();
-    m.stats.group_sizes = m.perm.group_sizes;
+    m.sum_over_batch(m.routing);
+    // Global loads (the routing's counts, summed); perm keeps this rank's.
+    m.stats.group_sizes = m.batch_comms.empty() ? m.perm.group_sizes : m.routing.counts;
     m.stats.load_balance_loss = m.routing.load_balance_loss;
     {
       auto scope = profile(m.profiler, "moe/permute", OpKind::kGlue);

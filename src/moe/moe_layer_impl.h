@@ -70,6 +70,10 @@ struct MoeLayer<T>::Impl {
   MoeConfig config;
   Profiler* profiler;
   Communicator* comm;
+  std::vector<Communicator*> batch_comms;  // data and fsdp axes (set_batch_comms)
+  // Sums `r`'s load-balancing statistics over batch_comms (the routing of
+  // this rank's, or this expert group's, tokens -> the global batch's).
+  void sum_over_batch(Routing<T>& r);
   std::vector<GmmCall> calls;  // of the last forward and backward
   ExpertShard shard;
   Exchange exchange = Exchange::kNone;

@@ -1,5 +1,5 @@
 // The MoE layer under expert parallelism: all-to-all dispatch and ring of
-// experts, forward and backward (docs/expert_parallelism.md).
+// experts, forward and backward (docs/parallelism.md).
 //
 // Gradient rule: every backward yields this rank's share of the gradient of
 // the global batch's loss. Expert weights only ever see rows on the rank
@@ -20,6 +20,7 @@ void MoeLayer<T>::Impl::forward_all_to_all(T* out) {
   const int64_t d = config.embed_dim, rows_here = tokens * config.router.top_k;
   route_local();
   sum_routing_stats(*comm, config.router, routing);
+  sum_over_batch(routing);
   stats.group_sizes = routing.counts;  // global loads
   stats.load_balance_loss = routing.load_balance_loss;
   {
@@ -81,9 +82,12 @@ void MoeLayer<T>::Impl::forward_ring(T* out) {
     route(config.router, logits_all.data(), all,
           config.router.selection_bias ? bias.value.data() : nullptr, ring_routing);
     build_permutation(ring_routing.experts.data(), all, k, e, perm);
-    slice_routing(ring_routing, e, k, ring.first, tokens, routing);
   }
-  stats.group_sizes = perm.group_sizes;
+  // The expert group routed its own tokens; other groups (data, fsdp axes)
+  // routed theirs.
+  sum_over_batch(ring_routing);
+  slice_routing(ring_routing, e, k, ring.first, tokens, routing);
+  stats.group_sizes = batch_comms.empty() ? perm.group_sizes : ring_routing.counts;
   stats.load_balance_loss = ring_routing.load_balance_loss;
   // This rank's experts own the contiguous rows [begin, end) of the
   // permutation; the GMMs run with group_offset over all rows.

@@ -1,4 +1,4 @@
-// Communicator on MPI_COMM_WORLD. Row exchanges use a contiguous row
+// Communicators on MPI_COMM_WORLD and its splits (the mesh axes). Row exchanges use a contiguous row
 // datatype (MPI_Type_contiguous) so counts and displacements are in rows:
 // an exchange of 2^31 bytes or more still has small int counts. Reductions
 // need a predefined type (MPI_SUM is undefined on derived ones), so their
@@ -75,9 +75,23 @@ struct Layout {
   }
 };
 
+// MPI_Iallgather in flight; its buffers belong to the caller until wait().
+class MpiRequest final : public CommRequest {
+ public:
+  MpiRequest(Communicator& comm, MPI_Request request) : CommRequest(comm), request_(request) {}
+  ~MpiRequest() override { finish(); }
+
+ protected:
+  void do_wait() override { check(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait"); }
+
+ private:
+  MPI_Request request_;
+};
+
 class MpiCommunicator final : public Communicator {
  public:
-  MpiCommunicator() {
+  // MPI_COMM_WORLD (initialising MPI when nobody has).
+  MpiCommunicator() : comm_(MPI_COMM_WORLD) {
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (!initialized) {
@@ -86,20 +100,37 @@ class MpiCommunicator final : public Communicator {
     }
     // Errors come back as codes and become raggemm::Error.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+  }
+  // A sub-communicator of split(); freed with this object.
+  explicit MpiCommunicator(MPI_Comm comm) : comm_(comm), owns_comm_(true) {
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
   }
   ~MpiCommunicator() override {
+    if (owns_comm_) MPI_Comm_free(&comm_);
     if (owns_mpi_) MPI_Finalize();
+  }
+
+  std::unique_ptr<Communicator> split(int color, int key) override {
+    MPI_Comm part = MPI_COMM_NULL;
+    check(MPI_Comm_split(comm_, color, key, &part), "MPI_Comm_split");
+    return std::make_unique<MpiCommunicator>(part);
   }
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
   void abort(const std::string& message) override {
-    // One write, so the ranks' lines do not interleave mid-line.
-    const std::string line = "error: rank " + std::to_string(rank_) + " of " +
-                             std::to_string(size_) + ": " + message + "\n";
+    // One write, so the ranks' lines do not interleave mid-line. The rank
+    // named is the job's (MPI_COMM_WORLD), whichever communicator aborts.
+    int world_rank = 0, world_size = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    const std::string line = "error: rank " + std::to_string(world_rank) + " of " +
+                             std::to_string(world_size) + ": " + message + "\n";
     std::fputs(line.c_str(), stderr);
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 2);
@@ -112,7 +143,7 @@ class MpiCommunicator final : public Communicator {
     const RowType row(row_elems, type);
     const Layout out(send_rows, size_, "send_rows"), in(recv_rows, size_, "recv_rows");
     check(MPI_Alltoallv(send, out.counts.data(), out.displs.data(), row.get(), recv,
-                        in.counts.data(), in.displs.data(), row.get(), MPI_COMM_WORLD),
+                        in.counts.data(), in.displs.data(), row.get(), comm_),
           "MPI_Alltoallv");
   }
 
@@ -121,7 +152,7 @@ class MpiCommunicator final : public Communicator {
     const RowType row(row_elems, type);
     const Layout in(recv_rows, size_, "recv_rows");
     check(MPI_Allgatherv(send, to_int(send_rows, "send_rows"), row.get(), recv, in.counts.data(),
-                         in.displs.data(), row.get(), MPI_COMM_WORLD),
+                         in.displs.data(), row.get(), comm_),
           "MPI_Allgatherv");
   }
 
@@ -129,7 +160,7 @@ class MpiCommunicator final : public Communicator {
                          CommType type) override {
     std::vector<int> counts(static_cast<size_t>(size_));
     for (int p = 0; p < size_; ++p) counts[p] = to_int(recv_rows[p] * row_elems, "recv_rows");
-    check(MPI_Reduce_scatter(send, recv, counts.data(), mpi_type(type), MPI_SUM, MPI_COMM_WORLD),
+    check(MPI_Reduce_scatter(send, recv, counts.data(), mpi_type(type), MPI_SUM, comm_),
           "MPI_Reduce_scatter");
   }
 
@@ -140,16 +171,27 @@ class MpiCommunicator final : public Communicator {
     for (int64_t done = 0; done < count; done += kChunk) {
       const int part = static_cast<int>(std::min<int64_t>(kChunk, count - done));
       check(MPI_Allreduce(MPI_IN_PLACE, base + static_cast<size_t>(done) * bytes, part,
-                          mpi_type(type), MPI_SUM, MPI_COMM_WORLD),
+                          mpi_type(type), MPI_SUM, comm_),
             "MPI_Allreduce");
     }
   }
 
-  void do_barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+  void do_barrier() override { check(MPI_Barrier(comm_), "MPI_Barrier"); }
+
+  std::unique_ptr<CommRequest> do_start_allgather(const void* send, int64_t count, void* recv,
+                                                  CommType type) override {
+    MPI_Request request = MPI_REQUEST_NULL;
+    const int n = to_int(count, "count");
+    check(MPI_Iallgather(send == recv ? MPI_IN_PLACE : send, n, mpi_type(type), recv, n,
+                         mpi_type(type), comm_, &request),
+          "MPI_Iallgather");
+    return std::make_unique<MpiRequest>(*this, request);
+  }
 
  private:
+  MPI_Comm comm_;
   int rank_ = 0, size_ = 1;
-  bool owns_mpi_ = false;
+  bool owns_mpi_ = false, owns_comm_ = false;
 };
 
 }  // namespace

@@ -89,6 +89,12 @@ void save_checkpoint(const std::string& path, const CheckpointData& data) {
   nlohmann::json header = {
       {"format", 1}, {"step", data.step}, {"updates", data.updates}, {"blobs", blobs}};
   if (!data.shard.empty()) header["shard"] = data.shard;
+  if (!data.mesh.empty()) {
+    header["mesh"] = data.mesh;
+    header["rank"] = data.rank;
+    header["fsdp_sizes"] = data.fsdp_sizes;
+    header["expert_params"] = data.expert_params;
+  }
   const std::string text = header.dump();
   std::vector<uint8_t> bytes(16 + text.size() + offset + 8);
   std::memcpy(bytes.data(), kMagic, 8);
@@ -117,6 +123,13 @@ CheckpointData load_checkpoint(const std::string& path) {
     data.step = parsed.header.at("step").get<int64_t>();
     data.updates = parsed.header.at("updates").get<int64_t>();
     data.shard = parsed.header.value("shard", std::string());
+    if (parsed.header.contains("mesh")) {
+      data.mesh = parsed.header.at("mesh").get<std::vector<int64_t>>();
+      data.rank = parsed.header.at("rank").get<int64_t>();
+      data.fsdp_sizes = parsed.header.at("fsdp_sizes").get<std::map<std::string, int64_t>>();
+      data.expert_params = parsed.header.at("expert_params").get<std::vector<std::string>>();
+      require(data.mesh.size() == 3, "checkpoint", path, "mesh must be [dp, fsdp, ep]");
+    }
     const size_t payload_size = bytes.size() - 8 - parsed.payload_offset;
     for (const auto& blob : parsed.header.at("blobs")) {
       const uint64_t count = blob.at("count").get<uint64_t>();

@@ -19,6 +19,16 @@ struct CheckpointData {
   // Expert parallelism: which rank's shard ("rank_R_of_P"); "" on one process.
   std::string shard;
   std::map<std::string, std::vector<float>> blobs;
+  // The mesh that wrote it (docs/parallelism.md): {dp, fsdp, ep} and this
+  // file's rank; empty in checkpoints written before meshes existed (one
+  // process, or pure expert parallelism, whose shards are rank_R_of_P).
+  std::vector<int64_t> mesh;
+  int64_t rank = 0;
+  // Parameters sharded over fsdp (their blobs, and their optimizer state's,
+  // hold this rank's padded chunk) -> unpadded size.
+  std::map<std::string, int64_t> fsdp_sizes;
+  // Parameters split by expert rank (expert parallelism).
+  std::vector<std::string> expert_params;
 };
 
 // Expert parallelism keeps each rank's files apart: checkpoints/<shard>/

@@ -52,8 +52,14 @@ std::vector<ConfigKey> build_keys() {
       {"routed_scaling_factor", "1.0", "multiplies the routing weights"},
       {"load_balance_loss_weight", "0.01", "weight of the load-balancing loss"},
       {"fused_gate_up", "false", "one gate|up weight [E, embed, 2*mlp]; v2 fwd fuses SwiGLU"},
+      {"ici_data_parallelism", "1",
+       "data-parallel replicas of the mesh (-1: what the other axes leave of mpirun -np)"},
+      {"ici_fsdp_parallelism", "1",
+       "FSDP axis: non-expert parameters and their optimizer state sharded over it (-1: fill)"},
       {"ici_expert_parallelism", "1",
-       "P processes (mpirun -np P) each holding num_experts/P experts and a 1/P of the batch"},
+       "expert axis: each rank holds num_experts/ep experts (-1: fill); dp*fsdp*ep = mpirun -np"},
+      {"fsdp_keep_gathered_weights", "false",
+       "FSDP: keep a layer's all-gathered weights from forward to backward (no second gather)"},
       {"use_ring_of_experts", "false",
        "expert parallelism exchange: false = all-to-all dispatch, true = ring of experts"},
       {"opt_type", "adamw", "sgd or adamw"},
@@ -201,6 +207,15 @@ std::string trim(const std::string& text) {
     out = out.substr(1, out.size() - 2);
   }
   return out;
+}
+
+int64_t to_int(const Settings& s, const std::string& key, int64_t min);
+
+// A mesh axis: a positive size, or -1 (filled at launch).
+int64_t mesh_axis(const Settings& s, const std::string& key) {
+  const int64_t value = to_int(s, key, -1);
+  require(value != 0, key, value, "must be a positive size or -1 (what the other axes leave)");
+  return value;
 }
 
 int64_t to_int(const Settings& s, const std::string& key, int64_t min) {
@@ -632,12 +647,25 @@ TrainConfig resolve(const Settings& input) {
   m.router.load_balance_loss_weight = to_real(s, "load_balance_loss_weight", 0);
   m.shared_experts = to_int(s, "shared_experts", 0);
   m.fused_gate_up = to_bool(s, "fused_gate_up");
-  c.ici_expert_parallelism = to_int(s, "ici_expert_parallelism", 1);
+  // The mesh axes: a size >= 1 or -1 (filled from the process count at
+  // launch, resolve_mesh_shape); a fixed expert axis is checked here already.
+  c.ici_data_parallelism = mesh_axis(s, "ici_data_parallelism");
+  c.ici_fsdp_parallelism = mesh_axis(s, "ici_fsdp_parallelism");
+  c.ici_expert_parallelism = mesh_axis(s, "ici_expert_parallelism");
+  require((c.ici_data_parallelism == -1) + (c.ici_fsdp_parallelism == -1) +
+                  (c.ici_expert_parallelism == -1) <=
+              1,
+          "ici_data_parallelism,ici_fsdp_parallelism,ici_expert_parallelism",
+          s.get("ici_data_parallelism") + "," + s.get("ici_fsdp_parallelism") + "," +
+              s.get("ici_expert_parallelism"),
+          "at most one axis may be -1 (what the others leave of the process count)");
+  c.fsdp_keep_gathered_weights = to_bool(s, "fsdp_keep_gathered_weights");
   m.use_ring_of_experts = to_bool(s, "use_ring_of_experts");
-  require(
-      m.router.num_experts % c.ici_expert_parallelism == 0, "num_experts", m.router.num_experts,
-      "must be divisible by ici_expert_parallelism=" + std::to_string(c.ici_expert_parallelism) +
-          " (each process holds num_experts / ici_expert_parallelism experts)");
+  require(c.ici_expert_parallelism == -1 || m.router.num_experts % c.ici_expert_parallelism == 0,
+          "num_experts", m.router.num_experts,
+          "must be divisible by ici_expert_parallelism=" +
+              std::to_string(c.ici_expert_parallelism) +
+              " (each process holds num_experts / ici_expert_parallelism experts)");
   m.dtype = dtype_key(s, "dtype");
   m.quantization = one_of(s, "quantization", {"", "fp8_full", "int8"});
   m.weight_scaling = s.get("quantization_weight_scaling");
@@ -656,7 +684,12 @@ TrainConfig resolve(const Settings& input) {
   // Products that overflow are refused here; sizes beyond the machine's
   // memory are refused by run_training before it allocates or writes, so a
   // preset too large for this machine (deepseek3-671b) still resolves.
-  check_allocation_sizes(c, std::numeric_limits<int64_t>::max());
+  {
+    // An axis of -1 is at least 1 process; the launch checks the real size.
+    TrainConfig sized = c;
+    sized.ici_expert_parallelism = std::max<int64_t>(1, c.ici_expert_parallelism);
+    check_allocation_sizes(sized, std::numeric_limits<int64_t>::max());
+  }
   c.resolved_yaml = s.to_yaml();
   return c;
 }

@@ -41,6 +41,7 @@ struct Model<T>::Impl {
     std::optional<moe::MoeLayer<T>> moe;
     std::vector<T> x_in, attention_normed, attention_inv_rms, attention_out, dattention_normed;
     std::vector<T> x_mid, normed, inv_rms, ffn_out, dnormed;
+    size_t attention_unit = 0, ffn_unit = 0;  // Model::units() indices
   };
 
   Impl(const ModelConfig& config_, Profiler* profiler_)
@@ -66,14 +67,43 @@ struct Model<T>::Impl {
         block.dense.emplace(prefix + ".mlp", d, width, config.moe, profiler);
       } else {
         block.moe.emplace(prefix + ".moe", config.moe, profiler, config.comm);
+        block.moe->set_batch_comms(config.batch_comms);
       }
     }
+    // Unit numbers, in the order of Model::units().
+    size_t unit = 1;
+    for (Block& block : blocks) {
+      if (block.attention) block.attention_unit = unit++;
+      block.ffn_unit = unit++;
+    }
+    final_unit = unit;
     final_norm.reset("final_norm", {d});
     out_proj.reset("output", {d, config.vocab_size});
   }
 
   LossParts run(const int32_t* inputs, const int32_t* targets, int64_t tokens, bool backward);
   void sum_shared_gradients();
+  // Sums `value` over the expert axis and every batch axis: a global count.
+  template <class V>
+  void sum_over_ranks(V* value) {
+    if (comm_size(config.comm) > 1) config.comm->allreduce_sum(value, 1);
+    for (Communicator* c : config.batch_comms) {
+      if (comm_size(c) > 1) c->allreduce_sum(value, 1);
+    }
+  }
+  void forward_begin(size_t unit) {
+    if (config.hooks) config.hooks->forward_begin(unit);
+  }
+  void forward_end(size_t unit) {
+    if (config.hooks) config.hooks->forward_end(unit);
+  }
+  void backward_begin(size_t unit) {
+    if (config.hooks) config.hooks->backward_begin(unit);
+  }
+  void backward_end(size_t unit) {
+    if (config.hooks) config.hooks->backward_end(unit);
+  }
+  size_t final_unit = 0;
 
   ModelConfig config;
   Profiler* profiler;
@@ -90,6 +120,7 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
   const int64_t d = config.moe.embed_dim, v = config.vocab_size;
   const size_t activations = static_cast<size_t>(tokens * d);
   x.resize(activations);
+  forward_begin(0);
   {
     auto scope = profile(profiler, "embed", OpKind::kGlue);
     for (int64_t t = 0; t < tokens; ++t) {
@@ -102,6 +133,7 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
       }
     }
   }
+  forward_end(0);
   const int64_t seq = config.seq_len > 0 ? config.seq_len : tokens;
   require(tokens % seq == 0, "tokens", tokens,
           "must be whole sequences of max_target_length=" + std::to_string(seq));
@@ -114,6 +146,7 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
     layer.arg("layer", static_cast<int64_t>(index));
     if (block.attention) {
       auto span = profile(profiler, "attention", OpKind::kSpan);
+      forward_begin(block.attention_unit);
       block.x_in = x;
       block.attention_normed.resize(activations);
       block.attention_inv_rms.resize(static_cast<size_t>(tokens));
@@ -125,9 +158,11 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
       }
       block.attention->forward(block.attention_normed.data(), tokens / seq, seq,
                                block.attention_out.data());
+      forward_end(block.attention_unit);
       auto scope = profile(profiler, "residual", OpKind::kGlue);
       for (size_t i = 0; i < activations; ++i) x[i] += block.attention_out[i];
     }
+    forward_begin(block.ffn_unit);
     block.x_mid = x;
     block.normed.resize(activations);
     block.inv_rms.resize(static_cast<size_t>(tokens));
@@ -144,9 +179,14 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
       block.moe->forward(block.normed.data(), tokens, block.ffn_out.data());
       parts.aux_loss += block.moe->routing().load_balance_loss;
     }
+    forward_end(block.ffn_unit);
     auto scope = profile(profiler, "residual", OpKind::kGlue);
     for (size_t i = 0; i < activations; ++i) x[i] += block.ffn_out[i];
   }
+  // The last unit's forward and backward are one pass (the loss chunks
+  // take the output layer's gradients as they go).
+  forward_begin(final_unit);
+  if (backward) backward_begin(final_unit);
   final_normed.resize(activations);
   final_inv_rms.resize(static_cast<size_t>(tokens));
   {
@@ -161,7 +201,7 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
   // gradients are taken right away.
   const bool parallel = comm_size(config.comm) > 1;
   int64_t global_tokens = tokens;
-  if (parallel) config.comm->allreduce_sum(&global_tokens, 1);
+  sum_over_ranks(&global_tokens);
   const T denominator = static_cast<T>(global_tokens);
   const int64_t chunk = config.loss_chunk > 0 ? std::min(config.loss_chunk, tokens)
                                              : loss_chunk_tokens(v, tokens);
@@ -208,10 +248,13 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
     }
     output.grad_lhs(dlogits.data(), rows, out_proj.weight(), dfinal.data() + t0 * d);
   }
-  if (parallel) config.comm->allreduce_sum(&loss_sum, 1);
+  sum_over_ranks(&loss_sum);
   parts.cross_entropy = loss_sum / static_cast<double>(global_tokens);
   parts.total = parts.cross_entropy + config.moe.router.load_balance_loss_weight * parts.aux_loss;
-  if (!backward) return parts;
+  if (!backward) {
+    forward_end(final_unit);
+    return parts;
+  }
 
   dx.assign(activations, T(0));
   {
@@ -219,12 +262,14 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
     rmsnorm_backward(x.data(), final_norm.value.data(), final_inv_rms.data(), dfinal.data(), tokens,
                      d, dx.data(), final_norm.grad.data());
   }
+  backward_end(final_unit);
   for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
     Block& block = *it;
     auto layer = profile(profiler, "layer/bwd", OpKind::kSpan);
     layer.arg("layer", static_cast<int64_t>(blocks.rend() - it - 1));
     // x_out = x_mid + ffn(norm(x_mid)): dx passes through and gains the branch.
     block.dnormed.assign(activations, T(0));
+    backward_begin(block.ffn_unit);
     {
       auto span = profile(profiler, block.dense ? "mlp_bwd" : "moe_bwd", OpKind::kSpan);
       if (block.dense) {
@@ -238,16 +283,20 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
       rmsnorm_backward(block.x_mid.data(), block.norm_scale.value.data(), block.inv_rms.data(),
                        block.dnormed.data(), tokens, d, dx.data(), block.norm_scale.grad.data());
     }
+    backward_end(block.ffn_unit);
     if (!block.attention) continue;
     // x_mid = x_in + attention(norm(x_in)).
     auto span = profile(profiler, "attention_bwd", OpKind::kSpan);
     block.dattention_normed.assign(activations, T(0));
+    backward_begin(block.attention_unit);
     block.attention->backward(dx.data(), block.dattention_normed.data());
     auto scope = profile(profiler, "attention/norm_bwd", OpKind::kAttention);
     rmsnorm_backward(block.x_in.data(), block.attention_norm_scale.value.data(),
                      block.attention_inv_rms.data(), block.dattention_normed.data(), tokens, d,
                      dx.data(), block.attention_norm_scale.grad.data());
+    backward_end(block.attention_unit);
   }
+  backward_begin(0);
   {
     auto scope = profile(profiler, "embed_bwd", OpKind::kGlue);
     std::fill(embed.grad.begin(), embed.grad.end(), T(0));
@@ -257,7 +306,8 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
       for (int64_t i = 0; i < d; ++i) row[i] += g[i];
     }
   }
-  if (parallel) sum_shared_gradients();
+  backward_end(0);
+  if (parallel && !config.hooks) sum_shared_gradients();
   return parts;
 }
 
@@ -311,6 +361,11 @@ void Model<T>::init(uint64_t seed) {
 }
 
 template <class T>
+void Model<T>::set_hooks(ModelHooks* hooks) {
+  impl_->config.hooks = hooks;
+}
+
+template <class T>
 LossParts Model<T>::loss(const int32_t* inputs, const int32_t* targets, int64_t tokens) {
   return impl_->run(inputs, targets, tokens, false);
 }
@@ -340,6 +395,30 @@ std::vector<moe::Param<T>*> Model<T>::params_of(Impl& m) {
   }
   out.push_back(&m.final_norm);
   out.push_back(&m.out_proj);
+  return out;
+}
+
+template <class T>
+std::vector<std::vector<moe::Param<T>*>> Model<T>::units() {
+  return units_of(*impl_);
+}
+
+template <class T>
+std::vector<std::vector<moe::Param<T>*>> Model<T>::units_of(Impl& m) {
+  std::vector<std::vector<moe::Param<T>*>> out = {{&m.embed}};
+  for (auto& block : m.blocks) {
+    if (block.attention) {
+      std::vector<moe::Param<T>*> unit = {&block.attention_norm_scale};
+      auto attention = block.attention->params();
+      unit.insert(unit.end(), attention.begin(), attention.end());
+      out.push_back(std::move(unit));
+    }
+    std::vector<moe::Param<T>*> unit = {&block.norm_scale};
+    auto inner = block.dense ? block.dense->params() : block.moe->params();
+    unit.insert(unit.end(), inner.begin(), inner.end());
+    out.push_back(std::move(unit));
+  }
+  out.push_back({&m.final_norm, &m.out_proj});
   return out;
 }
 

@@ -19,6 +19,18 @@
 
 namespace raggemm::train {
 
+// Called by the model around each unit of parameters (Model::units()):
+// FSDP gathers a unit's weights just before it runs and reduce-scatters its
+// gradients right after its backward (src/train/fsdp.h).
+class ModelHooks {
+ public:
+  virtual ~ModelHooks() = default;
+  virtual void forward_begin(size_t unit) = 0;
+  virtual void forward_end(size_t unit) = 0;
+  virtual void backward_begin(size_t unit) = 0;
+  virtual void backward_end(size_t unit) = 0;
+};
+
 struct ModelConfig {
   int64_t vocab_size = 0;
   int64_t num_layers = 0;
@@ -35,11 +47,19 @@ struct ModelConfig {
   int64_t seq_len = 0;
   // Tokens per chunk of the loss (tests); 0: loss_chunk_tokens().
   int64_t loss_chunk = 0;
-  // Expert parallelism (P > 1 ranks; null = one process): the MoE layers
+  // The expert axis (P > 1 ranks; null = one process): the MoE layers
   // shard their experts; losses are means over every rank's tokens and
   // loss_and_grad returns the global batch's gradient on every rank (shared
   // parameters' shares summed over the ranks, expert shards complete).
   Communicator* comm = nullptr;
+  // The other mesh axes whose ranks hold other tokens (data, fsdp; null
+  // entries skipped): token counts, losses and routing statistics are summed
+  // over them too. With them, gradients are this rank's shares: `hooks`
+  // (or the caller) reduces them.
+  std::vector<Communicator*> batch_comms;
+  // Not owned. Set: called around every unit, and the model leaves every
+  // gradient reduction to them.
+  ModelHooks* hooks = nullptr;
 };
 
 struct LossParts {
@@ -54,11 +74,19 @@ class Model {
   Model(const ModelConfig& config, Profiler* profiler);
   ~Model();
   void init(uint64_t seed);
+  // Replaces config.hooks (they need the initialised units to exist).
+  void set_hooks(ModelHooks* hooks);
   // Forward only.
   LossParts loss(const int32_t* inputs, const int32_t* targets, int64_t tokens);
   // Forward and backward: every parameter's grad is overwritten.
   LossParts loss_and_grad(const int32_t* inputs, const int32_t* targets, int64_t tokens);
   std::vector<moe::Param<T>*> params();
+  // The parameters in the order the forward uses them, grouped by unit:
+  // the embedding, then per block [attention norm + attention] (when
+  // present) and [norm + MLP or MoE layer], then [final norm + output].
+  // Backward runs the units in reverse (the last unit's forward and
+  // backward are one: the loss). params() is their concatenation.
+  std::vector<std::vector<moe::Param<T>*>> units();
   // Each token's cross-entropy (nats) from the last loss call, this rank's.
   const std::vector<double>& token_losses() const;
   // The MoE layers, for routing statistics and the selection-bias update.
@@ -67,6 +95,7 @@ class Model {
  private:
   struct Impl;
   static std::vector<moe::Param<T>*> params_of(Impl& impl);
+  static std::vector<std::vector<moe::Param<T>*>> units_of(Impl& impl);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -20,6 +20,7 @@
 #include "raggemm/allocation_limits.h"
 #include "raggemm/comm.h"
 #include "raggemm/diagnostics.h"
+#include "raggemm/mesh.h"
 #include "raggemm/error.h"
 #include "raggemm/npy.h"
 #include "raggemm/profiler.h"
@@ -28,6 +29,7 @@
 #include "train/checkpoint.h"
 #include "train/size_checks.h"
 #include "train/data.h"
+#include "train/fsdp.h"
 #include "train/memory_estimate.h"
 #include "train/model.h"
 #include "train/optimizer.h"
@@ -59,6 +61,9 @@ nlohmann::json to_json(const StepMetrics& m) {
           {"optimizer_time_share", m.optimizer_time_share},
           {"data_time_share", m.data_time_share},
           {"comm_time_share", m.comm_time_share},
+          {"comm_dp_time_share", m.comm_dp_time_share},
+          {"comm_fsdp_time_share", m.comm_fsdp_time_share},
+          {"comm_ep_time_share", m.comm_ep_time_share},
           {"max_expert_load", m.max_expert_load},
           {"dropped_tokens", m.dropped_tokens},
           {"weight_dtype", m.weight_dtype},
@@ -106,8 +111,9 @@ void refuse_other_process_counts(const std::string& run_dir, int ranks) {
     const bool other = ranks > 1 ? single || (shard && !name.ends_with(mine)) : shard;
     require(!other, "ici_expert_parallelism", ranks,
             "the run's checkpoints (" + entry.path().string() +
-                ") were written with another process count; resume with the same "
-                "ici_expert_parallelism or use a new run_name");
+                ") were written with another process count; resume with the same mesh "
+                "(ici_data_parallelism x ici_fsdp_parallelism x ici_expert_parallelism), "
+                "reshard them (raggemm reshard) or use a new run_name");
   }
 }
 
@@ -275,9 +281,16 @@ std::string describe_attention(const TrainConfig& c) {
 
 }  // namespace
 
-void check_launch(const TrainConfig& config, const Communicator* comm) {
+MeshShape check_launch(const TrainConfig& config, const Communicator* comm) {
   const int ranks = comm_size(comm);
-  require(
+  MeshShape shape;
+  if (config.ici_data_parallelism != 1 || config.ici_fsdp_parallelism != 1 ||
+      config.ici_expert_parallelism == -1) {
+    shape = resolve_mesh_shape(config.ici_data_parallelism, config.ici_fsdp_parallelism,
+                               config.ici_expert_parallelism, ranks);
+  } else {
+    // Pure expert parallelism names its one key, as it always has.
+    require(
       config.ici_expert_parallelism == ranks, "ici_expert_parallelism",
       config.ici_expert_parallelism,
       "does not match the " + std::to_string(ranks) + " process(es) of this launch (run " +
@@ -286,15 +299,30 @@ void check_launch(const TrainConfig& config, const Communicator* comm) {
                : "raggemm train without mpirun, or set ici_expert_parallelism=" +
                      std::to_string(ranks)) +
           ")");
-  require(config.moe.router.num_experts % ranks == 0, "num_experts", config.moe.router.num_experts,
-          "must be divisible by ici_expert_parallelism=" + std::to_string(ranks));
+    shape.expert = ranks;
+  }
+  require(config.moe.router.num_experts % shape.expert == 0, "num_experts",
+          config.moe.router.num_experts,
+          "must be divisible by ici_expert_parallelism=" + std::to_string(shape.expert));
+  require(config.moe.sparse_matmul || ranks == 1, "sparse_matmul", "false",
+          "the dense path (expert capacity per batch) runs on one process; "
+          "a mesh of " + std::to_string(ranks) + " processes needs sparse_matmul=true");
+  return shape;
 }
 
-TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Communicator* comm) {
+TrainResult run_training(const TrainConfig& launch_config, std::ostream& main_log,
+                         Communicator* comm) {
   namespace fs = std::filesystem;
-  check_launch(config, comm);
+  const MeshShape mesh_shape = check_launch(launch_config, comm);
+  // The config with the mesh's -1 filled in (its resolved_yaml keeps the
+  // text as given, so a resume compares like with like).
+  TrainConfig config = launch_config;
+  config.ici_data_parallelism = mesh_shape.data;
+  config.ici_fsdp_parallelism = mesh_shape.fsdp;
+  config.ici_expert_parallelism = mesh_shape.expert;
   const int rank = comm_rank(comm), ranks = comm_size(comm);
   if (ranks == 1) comm = nullptr;  // one process: no collectives at all
+  const Mesh mesh(comm, mesh_shape);
   NullBuffer null_buffer;
   std::ostream null_log(&null_buffer);
   std::ostream& log = rank == 0 ? main_log : null_log;
@@ -323,7 +351,7 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
     write_file_atomic(config_path, config.resolved_yaml.data(), config.resolved_yaml.size());
   }
 
-  // Rank r reads its slice of the global batch (docs/expert_parallelism.md).
+  // Rank r reads its slice of the global batch (docs/parallelism.md).
   const DataShard data_shard{rank * config.per_device_batch_size,
                              ranks * config.per_device_batch_size};
   std::unique_ptr<Dataset> data =
@@ -340,15 +368,22 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
   if (comm) comm->barrier();
   Profiler profiler(config.profiler == "trace");
   profiler.set_rank(rank);
-  Model<float> model(model_config(config, comm), &profiler);
+  ModelConfig model_settings = model_config(config, mesh.axis(MeshAxis::kExpert));
+  model_settings.batch_comms = {mesh.axis(MeshAxis::kData), mesh.axis(MeshAxis::kFsdp)};
+  Model<float> model(model_settings, &profiler);
   model.init(config.seed);
-  Optimizer optimizer(config, model.params());  // weight_dtype=bf16: matrices now bf16
-
-  int64_t parameter_count = 0, weight_bytes = 0;
-  for (auto* p : model.params()) {
-    parameter_count += p->size();
-    weight_bytes += p->storage_bytes();
-  }
+  int64_t parameter_count = 0;
+  for (auto* p : model.params()) parameter_count += p->size();
+  // FSDP keeps this rank's shards and frees the rest; the optimizer and the
+  // checkpoints see the shards (and the whole parameters). The optimizer
+  // then switches the matrices among them to bf16 storage
+  // (weight_dtype=bf16), shards included.
+  ShardedParams sharded(model.units(), mesh, config.fsdp_keep_gathered_weights);
+  model.set_hooks(&sharded);
+  Optimizer optimizer(config, sharded.local_params());
+  // What this rank stores of the weights (FSDP: its shards).
+  int64_t weight_bytes = 0;
+  for (auto* p : sharded.local_params()) weight_bytes += p->storage_bytes();
   log << "run " << result.run_dir << ": " << data->describe() << "\n"
       << "model " << config.model_name << ": " << config.base_num_decoder_layers << " layers ("
       << config.first_num_dense_layers << " dense), embed " << config.base_emb_dim << ", mlp "
@@ -362,9 +397,20 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
       << (config.moe.quantization.empty() ? "" : ", quantization " + config.moe.quantization)
       << "\n";
   if (ranks > 1) {
-    log << "expert parallelism: " << ranks << " processes, "
-        << config.moe.router.num_experts / ranks << " experts and " << config.per_device_batch_size
-        << " sequences each, "
+    log << "mesh " << mesh_shape.describe() << ": " << ranks << " processes, "
+        << config.per_device_batch_size << " sequences each"
+        << (mesh_shape.fsdp > 1 ? "; non-expert parameters and optimizer state sharded over " +
+                                      std::to_string(mesh_shape.fsdp) + " fsdp ranks" +
+                                      (config.fsdp_keep_gathered_weights
+                                           ? " (gathered weights kept for backward)"
+                                           : "")
+                                : "")
+        << "\n";
+  }
+  if (mesh_shape.expert > 1) {
+    log << "expert parallelism: " << mesh_shape.expert << " processes, "
+        << config.moe.router.num_experts / mesh_shape.expert << " experts and "
+        << config.per_device_batch_size << " sequences each, "
         << (config.moe.use_ring_of_experts ? "ring of experts" : "all-to-all dispatch") << "\n";
   }
   if (config.moe.router.num_experts > 0 &&
@@ -390,6 +436,19 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
       require(saved.shard == shard, "checkpoint", *latest,
               "holds shard '" + saved.shard + "', not this process's '" + shard +
                   "' (resume with the same ici_expert_parallelism)");
+      // Checkpoints before meshes are one process's or pure expert
+      // parallelism's; a mesh's must be this mesh's.
+      const std::vector<int64_t> mine = {mesh_shape.data, mesh_shape.fsdp, mesh_shape.expert};
+      const bool legacy_fits = saved.mesh.empty() && mesh_shape.data == 1 && mesh_shape.fsdp == 1;
+      require(legacy_fits || saved.mesh == mine,
+              "ici_data_parallelism,ici_fsdp_parallelism,ici_expert_parallelism",
+              std::to_string(mine[0]) + "," + std::to_string(mine[1]) + "," +
+                  std::to_string(mine[2]),
+              "the checkpoint " + *latest + " was written by mesh " +
+                  (saved.mesh.empty() ? std::string("(1, 1, ") + std::to_string(ranks) + ")"
+                                      : MeshShape{saved.mesh[0], saved.mesh[1], saved.mesh[2]}
+                                            .describe()) +
+                  "; resume with that mesh or reshard it (raggemm reshard)");
       auto load_into = [&](const std::string& name, std::vector<float>& target) {
         auto it = saved.blobs.find(name);
         require(it != saved.blobs.end() && it->second.size() == target.size(), "checkpoint",
@@ -398,7 +457,7 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
       };
       // Parameter blobs are f32 whatever the storage (a bf16 param's is its
       // widened value); bf16 storage is then rebuilt from the masters.
-      for (auto* p : model.params()) {
+      for (auto* p : sharded.local_params()) {
         std::vector<float> values(static_cast<size_t>(p->size()));
         load_into("param/" + p->name, values);
         p->set_values(values);
@@ -427,7 +486,11 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
     saved.step = step;
     saved.updates = optimizer.update_count();
     saved.shard = shard;
-    for (auto* p : model.params()) saved.blobs["param/" + p->name] = p->values_f32();
+    saved.mesh = {mesh_shape.data, mesh_shape.fsdp, mesh_shape.expert};
+    saved.rank = rank;
+    saved.fsdp_sizes = sharded.sharded_sizes();
+    saved.expert_params = sharded.expert_params();
+    for (auto* p : sharded.local_params()) saved.blobs["param/" + p->name] = p->values_f32();
     for (auto& [name, blob] : optimizer.state()) saved.blobs[name] = *blob;
     save_checkpoint(checkpoint_path(result.run_dir, step, shard), saved);
     profiler.take_totals();  // checkpoint time belongs to no step
@@ -450,7 +513,10 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
   const int64_t global_tokens = config.global_tokens_per_step();
   for (int64_t step = start + 1; step <= config.steps; ++step) {
     const auto begin = std::chrono::steady_clock::now();
-    const double comm_before = comm ? comm->seconds() : 0;
+    double axis_before[3];
+    for (MeshAxis axis : kAllMeshAxes) {
+      axis_before[static_cast<int>(axis)] = mesh.axis_seconds(axis);
+    }
     LossParts parts;
     const double lr = Optimizer::learning_rate(config, step);
     {
@@ -466,12 +532,14 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
       {
         auto span = profile(&profiler, "forward_backward", OpKind::kSpan);
         parts = model.loss_and_grad(batch.inputs.data(), batch.targets.data(), tokens);
+        sharded.finish_gradients();
       }
       require(std::isfinite(parts.total), "loss", parts.total,
               "diverged at step " + std::to_string(step) + " (lower learning_rate?)");
       {
         auto scope = profile(&profiler, "optimizer", OpKind::kOptimizer);
         optimizer.step(lr);
+        sharded.release_all();  // gathered copies are stale now
         for (auto* layer : model.moe_layers())
           layer->update_selection_bias(config.routed_bias_update_rate);
       }
@@ -489,7 +557,14 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
     m.weight_bytes = weight_bytes;
     m.step_time_s = seconds;
     m.tokens_per_s = static_cast<double>(global_tokens) / seconds;
-    m.comm_time_share = comm ? (comm->seconds() - comm_before) / seconds : 0;
+    {
+      double* shares[3] = {&m.comm_dp_time_share, &m.comm_fsdp_time_share, &m.comm_ep_time_share};
+      for (MeshAxis axis : kAllMeshAxes) {
+        const int a = static_cast<int>(axis);
+        *shares[a] = (mesh.axis_seconds(axis) - axis_before[a]) / seconds;
+        m.comm_time_share += *shares[a];
+      }
+    }
     const double expert_s = totals.seconds_of(OpKind::kExpertGmm);
     const double dense_s = totals.seconds_of(OpKind::kDenseGmm);
     const double gmm_s = expert_s + dense_s;
@@ -509,8 +584,17 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
       }
     }
     if (config.eval_interval > 0 && step % config.eval_interval == 0) m.eval_loss = evaluate();
+    // "fsdp 28.0% 264ms": an axis's share of the step and its time.
+    auto axis_time = [&](const char* axis, double share) {
+      return std::string(axis) + " " + format("%.1f", 100 * share) + "% " +
+             format("%.0f", 1000 * share * seconds) + "ms";
+    };
     log << log_line(m, config.steps, result.loss_floor)
-        << (comm ? " | comm " + format("%4.1f", 100 * m.comm_time_share) + "%" : "")
+        << (comm ? " | comm " + format("%4.1f", 100 * m.comm_time_share) + "% (" +
+                       axis_time("dp", m.comm_dp_time_share) + ", " +
+                       axis_time("fsdp", m.comm_fsdp_time_share) + ", " +
+                       axis_time("ep", m.comm_ep_time_share) + ")"
+                 : "")
         << (std::isnan(m.eval_loss) ? "" : " | eval loss " + format("%.4f", m.eval_loss))
         << std::endl;
     if (rank == 0) {
@@ -534,7 +618,7 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
   }
   if (!result.steps.empty()) {
     double time = 0, share = 0, expert_share = 0, glue = 0, gflops = 0, comm_share = 0,
-           attention = 0;
+           attention = 0, axis_share[3] = {0, 0, 0};
     // Step 1 pays one-time allocations; the summary averages the rest.
     const size_t first = result.steps.size() > 1 ? 1 : 0;
     for (size_t i = first; i < result.steps.size(); ++i) {
@@ -545,6 +629,9 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
       attention += result.steps[i].attention_time_share;
       gflops += result.steps[i].gmm_gflops;
       comm_share += result.steps[i].comm_time_share;
+      axis_share[0] += result.steps[i].comm_dp_time_share;
+      axis_share[1] += result.steps[i].comm_fsdp_time_share;
+      axis_share[2] += result.steps[i].comm_ep_time_share;
     }
     const double n = static_cast<double>(result.steps.size() - first);
     const StepMetrics& last = result.steps.back();
@@ -557,9 +644,27 @@ TrainResult run_training(const TrainConfig& config, std::ostream& main_log, Comm
         << "% (experts " << format("%.1f", 100 * expert_share / n) << "%, glue "
         << format("%.1f", 100 * glue / n) << "%), attention "
         << format("%.1f", 100 * attention / n) << "% of step"
-        << (comm ? "; communication " + format("%.1f", 100 * comm_share / n) + "% of step" : "")
+        << (comm ? "; communication " + format("%.1f", 100 * comm_share / n) + "% of step (dp " +
+                       format("%.1f", 100 * axis_share[0] / n) + "%, fsdp " +
+                       format("%.1f", 100 * axis_share[1] / n) + "%, ep " +
+                       format("%.1f", 100 * axis_share[2] / n) + "%)"
+                 : "")
         << "\n";
   }
+  // What this rank holds after the last step (FSDP frees gathered copies
+  // after each use; the optimizer state is the shards').
+  result.non_expert_param_bytes = sharded.non_expert_value_bytes();
+  result.expert_param_bytes = sharded.expert_value_bytes();
+  for (auto& [name, blob] : optimizer.state()) {
+    const std::string param = name.substr(name.find('/') + 1);
+    (is_expert_weight(param) ? result.expert_optimizer_bytes : result.non_expert_optimizer_bytes) +=
+        static_cast<int64_t>(blob->capacity() * sizeof(float));
+  }
+  log << "memory on rank 0: non-expert parameters " << format("%.2f", result.non_expert_param_bytes / 1048576.0)
+      << " MiB + optimizer state " << format("%.2f", result.non_expert_optimizer_bytes / 1048576.0)
+      << " MiB; expert weights " << format("%.2f", result.expert_param_bytes / 1048576.0)
+      << " MiB + optimizer state " << format("%.2f", result.expert_optimizer_bytes / 1048576.0)
+      << " MiB\n";
   return result;
 }
 

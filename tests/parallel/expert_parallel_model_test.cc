@@ -3,7 +3,7 @@
 // within 1e-5 relative (max |diff| / max |reference|), for both exchanges.
 // The largest differences are printed; RAGGEMM_EP_FULL_CONFIG=1 runs
 // configs/base.yml's dimensions instead of the small test model (the
-// numbers docs/expert_parallelism.md reports).
+// numbers docs/parallelism.md reports).
 #include <gtest/gtest.h>
 
 #include <cstdio>

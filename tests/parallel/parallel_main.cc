@@ -3,8 +3,13 @@
 //
 // --abort-on-rank=R instead makes rank R abort while the others wait in a
 // barrier: CTest checks the job ends with R's message instead of hanging.
+// --kill-rank=R --mesh=D,F,E builds that mesh, then rank R dies by SIGKILL
+// (no message, no MPI_Abort) while the others sum over every axis and wait
+// in a barrier: the launcher must end the job.
 #include <gtest/gtest.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <cstdio>
 #include <cstring>
@@ -14,6 +19,7 @@
 
 #include "parallel/mpi_communicator.h"
 #include "parallel/mpi_test_env.h"
+#include "raggemm/mesh.h"
 
 namespace raggemm::testing {
 namespace {
@@ -64,6 +70,25 @@ int main(int argc, char** argv) {
       g_world->barrier();  // the others wait here until the abort ends them
       return 3;            // never reached when the abort works
     }
+  }
+  int kill_rank = -1;
+  raggemm::MeshShape mesh_shape{1, 1, g_world->size()};
+  for (int i = 1; i < argc; ++i) {
+    long long d = 0, f = 0, e = 0;
+    if (std::strncmp(argv[i], "--kill-rank=", 12) == 0) kill_rank = std::atoi(argv[i] + 12);
+    if (std::sscanf(argv[i], "--mesh=%lld,%lld,%lld", &d, &f, &e) == 3) mesh_shape = {d, f, e};
+  }
+  if (kill_rank >= 0) {
+    const raggemm::Mesh mesh(g_world.get(), mesh_shape);
+    if (g_world->rank() == kill_rank) std::raise(SIGKILL);
+    for (raggemm::MeshAxis axis : raggemm::kAllMeshAxes) {
+      if (raggemm::Communicator* comm = mesh.axis(axis)) {
+        double value = 1;
+        comm->allreduce_sum(&value, 1);
+      }
+    }
+    g_world->barrier();
+    return 3;  // never reached when the launcher ends the job
   }
   ::testing::InitGoogleTest(&argc, argv);
   // Only rank 0 prints the gtest report; every rank's failures still count.
