@@ -9,6 +9,7 @@
 #include "kernels/bf16_gmm.h"
 #include "kernels/epilogue.h"
 #include "kernels/gmm_kernel.h"
+#include "kernels/machine_model.h"
 #include "kernels/macro_kernel.h"
 #include "kernels/pack.h"
 #include "kernels/parallel.h"
@@ -39,10 +40,19 @@ void zero_uncovered_rows(const GmmProblem& p) {
   zero_rows(p, last, p.m);
 }
 
-// Columns of B packed and multiplied at a time by a one-m-tile item: small
-// enough that the next chunk, streamed into L2 while this one's FMAs run,
-// fits there beside the packed chunk (kc x 128 x 4 bytes <= 512 KiB).
-constexpr int64_t kChunkCols = 128;
+// Columns of B packed and multiplied at a time (a small group's item, and
+// the first m-tile of a larger one): the packed chunk (kc x cols) takes an
+// eighth of L2, which leaves room there for the next chunk being streamed in
+// while this one's FMAs run, the A block and the C rows. On a 1 MiB L2 that
+// is 128 columns at the forward small-group kc of 256 (the constant this
+// replaced) and 32 at dlhs's whole 1024-float rows, where 128 columns
+// (512 KiB) pushed the A block out of L2. Same-run A/B, docs/performance.md.
+constexpr int64_t kL2ChunkShare = 8;
+
+int64_t b_chunk_cols(int64_t l2_bytes, int64_t kc, int nr) {
+  const int64_t cols = l2_bytes / kL2ChunkShare / (std::max<int64_t>(kc, 1) * sizeof(float));
+  return std::max<int64_t>(nr, cols / nr * nr);
+}
 
 // Where the chunk of B at (k0, c0) lies in the rhs source, for streaming it
 // in ahead of its packing; none when it is not whole lines in rows of a
@@ -90,12 +100,12 @@ int64_t staging_ld(int64_t width) { return rows_alias(width) ? width + 16 : widt
 // whole-block path below packs B in one memory-bound burst, then computes:
 // at 128 groups of 32 rows the two halves took 18 ms each, back to back.)
 void run_small_item(const GmmProblem& p, const Schedule& s, const Microkernel& uk,
-                    const Item& item) {
+                    int64_t chunk_cols, const Item& item) {
   const Tiles& t = s.tiles;
   const Operand rhs = p.rhs.group(item.group);
   const int64_t rows = item.row_end - item.row_begin;
   const int64_t width = item.col_end - item.col_begin;
-  const int64_t chunk = std::min(kChunkCols, width);
+  const int64_t chunk = std::min(chunk_cols, width);
   float* packed_b = workspace(Slot::kPackedB, packed_size(chunk, 1, uk.nr) * t.k);
   float* packed_a = workspace(Slot::kPackedA, packed_size(rows, t.k, uk.mr));
   const bool epilogue = p.epilogue.active();
@@ -136,10 +146,11 @@ void run_small_item(const GmmProblem& p, const Schedule& s, const Microkernel& u
   }
 }
 
-void run_item(const GmmProblem& p, const Schedule& s, const Microkernel& uk, const Item& item) {
+void run_item(const GmmProblem& p, const Schedule& s, const Microkernel& uk, int64_t chunk_cols,
+              const Item& item) {
   if (!p.epilogue.swiglu && item.row_end - item.row_begin <= s.tiles.m &&
-      item.col_end - item.col_begin > kChunkCols) {
-    run_small_item(p, s, uk, item);
+      item.col_end - item.col_begin > chunk_cols) {
+    run_small_item(p, s, uk, chunk_cols, item);
     return;
   }
   const Tiles& t = s.tiles;
@@ -154,10 +165,17 @@ void run_item(const GmmProblem& p, const Schedule& s, const Microkernel& uk, con
   float* packed_a = workspace(Slot::kPackedA, packed_size(t.m, t.k, uk.mr));
   float* acc = staged ? workspace(Slot::kAccumulator, item_rows * acc_cols) : nullptr;
   const int depth = s.input_buffer_count - 1;
+  // dlhs packs its B block chunk by chunk while the first m-tile multiplies
+  // each chunk, the next chunk's rows streaming in meanwhile, instead of in
+  // one memory-bound burst before any FMA (the later m-tiles reuse the
+  // packed block). Same-run A/B, docs/performance.md.
+  const bool chunked_first_tile = p.transpose_rhs && !swiglu && width > chunk_cols;
   for (int64_t k0 = 0; k0 < p.k; k0 += t.k) {
     const int64_t kc = std::min(t.k, p.k - k0);
     const bool accumulate = k0 > 0;
-    pack_b(rhs, p.transpose_rhs, k0, kc, item.col_begin, width, uk.nr, packed_b);
+    if (!chunked_first_tile) {
+      pack_b(rhs, p.transpose_rhs, k0, kc, item.col_begin, width, uk.nr, packed_b);
+    }
     float* packed_up = packed_b + b_panel * kc;
     if (swiglu) {
       pack_b(rhs, p.transpose_rhs, k0, kc, p.n / 2 + item.col_begin, width, uk.nr, packed_up);
@@ -165,16 +183,27 @@ void run_item(const GmmProblem& p, const Schedule& s, const Microkernel& uk, con
     for (int64_t r0 = item.row_begin; r0 < item.row_end; r0 += t.m) {
       const int64_t rows = std::min(t.m, item.row_end - r0);
       pack_a(p.lhs, r0, rows, k0, kc, uk.mr, packed_a);
-      if (staged) {
-        float* c = acc + (r0 - item.row_begin) * acc_cols;
-        macro_kernel(uk, kc, packed_a, rows, packed_b, width, c, acc_cols, accumulate, depth);
-        if (swiglu) {
-          macro_kernel(uk, kc, packed_a, rows, packed_up, width, c + width, acc_cols, accumulate,
-                       depth);
+      float* c = staged ? acc + (r0 - item.row_begin) * acc_cols
+                        : p.out + r0 * p.out_cols() + item.col_begin;
+      const int64_t ldc = staged ? acc_cols : p.out_cols();
+      if (chunked_first_tile && r0 == item.row_begin) {
+        for (int64_t c0 = 0; c0 < width; c0 += chunk_cols) {
+          const int64_t cols = std::min(chunk_cols, width - c0);
+          float* chunk = packed_b + c0 * kc;  // c0 is whole panels of nr
+          pack_b(rhs, p.transpose_rhs, k0, kc, item.col_begin + c0, cols, uk.nr, chunk);
+          NextSource next;
+          if (c0 + chunk_cols < width) {
+            next = b_chunk_source(p, rhs, k0, kc, item.col_begin + c0 + chunk_cols,
+                                  std::min(chunk_cols, width - c0 - chunk_cols));
+          }
+          macro_kernel(uk, kc, packed_a, rows, chunk, cols, c + c0, ldc, accumulate, depth, next);
         }
-      } else {
-        float* c = p.out + r0 * p.out_cols() + item.col_begin;
-        macro_kernel(uk, kc, packed_a, rows, packed_b, width, c, p.out_cols(), accumulate, depth);
+        continue;
+      }
+      macro_kernel(uk, kc, packed_a, rows, packed_b, width, c, ldc, accumulate, depth);
+      if (swiglu) {
+        macro_kernel(uk, kc, packed_a, rows, packed_up, width, c + width, acc_cols, accumulate,
+                     depth);
       }
     }
   }
@@ -205,6 +234,7 @@ void gmm_v2(const GmmProblem& p, const Schedule& s) {
   }
   zero_uncovered_rows(p);
   const Microkernel uk = select_microkernel();
+  const int64_t chunk_cols = b_chunk_cols(this_machine_model(s.threads).caches.l2, s.tiles.k, uk.nr);
   const int64_t out_cols = p.out_cols();
   const int64_t rows_per_item = s.tiles.m * kRowTilesPerItem;
   std::vector<Item> items;
@@ -220,7 +250,7 @@ void gmm_v2(const GmmProblem& p, const Schedule& s) {
       }
     }
   }
-  parallel_items(costs, s.threads, [&](int64_t i) { run_item(p, s, uk, items[i]); });
+  parallel_items(costs, s.threads, [&](int64_t i) { run_item(p, s, uk, chunk_cols, items[i]); });
 }
 
 }  // namespace raggemm::kernels

@@ -7,6 +7,8 @@
 // no f32 staging copy.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/interleave.cc"
+#include <algorithm>
+
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
@@ -100,6 +102,29 @@ HWY_INLINE void Block8(const T* src, int64_t ld, int64_t p0, int width, float* d
 }
 #endif
 
+// Interleaves depth [p, p + span) of every row, span a multiple of kBlock:
+// each row block's run of `span` values is read before the next block's.
+template <int kBlock, class T>
+HWY_INLINE void InterleaveSpan(const T* src, int64_t ld, int rows, int64_t p, int64_t span,
+                               int width, float* dst) {
+  int i = 0;
+#if HWY_MAX_BYTES >= 32
+  for (; i + 8 <= rows; i += 8) {
+    for (int64_t q = p; q < p + span; q += 8) Block8(src + i * ld, ld, q, width, dst + i);
+  }
+  for (; i + 4 <= rows; i += 4) {
+    for (int64_t q = p; q < p + span; q += 4) Block4(src + i * ld, ld, q, width, dst + i);
+  }
+#elif HWY_TARGET != HWY_SCALAR
+  for (; i + 4 <= rows; i += 4) {
+    for (int64_t q = p; q < p + span; q += 4) Block4(src + i * ld, ld, q, width, dst + i);
+  }
+#endif
+  for (; i < rows; ++i) {
+    for (int64_t q = p; q < p + span; ++q) dst[q * width + i] = ToF32(src[i * ld + q]);
+  }
+}
+
 template <class T>
 void InterleaveRowsOf(const T* src, int64_t ld, int rows, int64_t depth, int width, float* dst) {
 #if HWY_MAX_BYTES >= 32
@@ -109,30 +134,25 @@ void InterleaveRowsOf(const T* src, int64_t ld, int rows, int64_t depth, int wid
 #else
   constexpr int kBlock = 1;
 #endif
-  const int64_t depth_blocked = depth / kBlock * kBlock;
-  // Depth outer, rows inner: each step reads one short run of every row (all
-  // row streams in flight at once) and writes kBlock contiguous panel lines.
-  for (int64_t p = 0; p < depth_blocked; p += kBlock) {
-    int i = 0;
-#if HWY_MAX_BYTES >= 32
-    for (; i + 8 <= rows; i += 8) Block8(src + i * ld, ld, p, width, dst + i);
-    for (; i + 4 <= rows; i += 4) {
-      Block4(src + i * ld, ld, p, width, dst + i);
-      Block4(src + i * ld, ld, p + 4, width, dst + i);
-    }
-#elif HWY_TARGET != HWY_SCALAR
-    for (; i + 4 <= rows; i += 4) Block4(src + i * ld, ld, p, width, dst + i);
-#endif
-    for (; i < rows; ++i) {
-      for (int64_t q = p; q < p + kBlock; ++q) dst[q * width + i] = ToF32(src[i * ld + q]);
-    }
+  // Depth outer, rows inner: each step reads one run of every row (all row
+  // streams in flight at once) and writes `span` contiguous panel lines. A
+  // run is a whole 64-byte line of the source row (16 f32, 32 bf16 values)
+  // where the depth allows, so every line fetched is consumed in one visit:
+  // with runs of 8 f32 (half lines) a 32-row dlhs panel came back for the
+  // other half of each of its 32 lines after touching all the others.
+  // Same-run A/B, see docs/performance.md (December 2026).
+  constexpr int64_t kLine = std::max<int64_t>(kBlock, 64 / sizeof(T)) / kBlock * kBlock;
+  int64_t p = 0;
+  for (; p + kLine <= depth; p += kLine) InterleaveSpan<kBlock>(src, ld, rows, p, kLine, width, dst);
+  for (; p + kBlock <= depth; p += kBlock) {
+    InterleaveSpan<kBlock>(src, ld, rows, p, kBlock, width, dst);
   }
-  for (int64_t p = depth_blocked; p < depth; ++p) {
+  for (; p < depth; ++p) {
     for (int i = 0; i < rows; ++i) dst[p * width + i] = ToF32(src[i * ld + p]);
   }
   if (rows < width) {
-    for (int64_t p = 0; p < depth; ++p) {
-      for (int i = rows; i < width; ++i) dst[p * width + i] = 0.0f;
+    for (int64_t q = 0; q < depth; ++q) {
+      for (int i = rows; i < width; ++i) dst[q * width + i] = 0.0f;
     }
   }
 }

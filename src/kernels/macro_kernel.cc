@@ -14,6 +14,11 @@ constexpr int64_t kRowBandMaxDepth = 16;
 
 }  // namespace
 
+int stream_lines_per_step(int64_t lines, int64_t steps) {
+  if (lines <= 0 || steps <= 0) return 0;
+  return static_cast<int>(std::max<int64_t>(1, (lines + steps - 1) / steps));
+}
+
 void macro_kernel(const Microkernel& uk, int64_t kc, const float* a_packed, int64_t rows,
                   const float* b_packed, int64_t cols, float* c, int64_t ldc, bool accumulate,
                   int prefetch_depth, const NextSource& next, bool stream_stores) {
@@ -36,11 +41,12 @@ void macro_kernel(const Microkernel& uk, int64_t kc, const float* a_packed, int6
     return;
   }
   const int64_t a_panels = (rows + uk.mr - 1) / uk.mr;
-  // Each call streams kc lines of `next`, starting on a row boundary.
-  const int64_t row_lines = int64_t{1} << next.start.row_shift;
-  const bool stream_next = next.start.base && kc % row_lines == 0;
-  int64_t streamed = 0;  // lines of `next` handed out so far
+  const int64_t b_panels = (cols + uk.nr - 1) / uk.nr;
   PrefetchStream stream = next.start;
+  stream.lines_per_step = stream_lines_per_step(next.lines, a_panels * b_panels * kc);
+  stream.end_line = next.lines;
+  const bool stream_next = next.start.base && stream.lines_per_step > 0;
+  int64_t streamed = 0;  // lines of `next` handed out so far
   for (int64_t j = 0; j < cols; j += uk.nr) {
     const float* b = b_packed + (j / uk.nr) * uk.nr * kc;
     const int width = static_cast<int>(std::min<int64_t>(uk.nr, cols - j));
@@ -53,9 +59,9 @@ void macro_kernel(const Microkernel& uk, int64_t kc, const float* a_packed, int6
       }
       const PrefetchStream* call_stream = nullptr;
       if (stream_next && streamed < next.lines) {
-        stream.base = next.start.base + (streamed >> next.start.row_shift) * next.start.row_stride;
+        stream.first_line = streamed;
         call_stream = &stream;
-        streamed += kc;
+        streamed += kc * stream.lines_per_step;
       }
       uk.run(kc, a_packed + panel * uk.mr * kc, b, c + i * ldc + j, ldc, height, width,
              store, prefetch, call_stream);

@@ -15,11 +15,19 @@ struct NextSource {
   int64_t lines = 0;
 };
 
+// Lines per k step that bring `lines` lines in over `steps` k steps: all of
+// them, spread evenly (at least 1; 0 when there is nothing to stream).
+// Streaming one line per step, as before, brought in a 128-column chunk of
+// a small group's B (2048 lines at kc = 256) only half-way over the 1024
+// steps of a one-panel item's four calls.
+int stream_lines_per_step(int64_t lines, int64_t steps);
+
 // C[0:rows, 0:cols] (= or +=) A_packed (rows x kc) * B_packed (kc x cols).
 // prefetch_depth = input_buffer_count - 1: how many A micro-panels ahead of
 // the one being multiplied are prefetched (0: none). `next` is handed to the
-// microkernel calls in turn, kc lines each, so it arrives in cache while the
-// FMAs run (the packing that reads it is then not waiting on DRAM).
+// microkernel calls in turn, kc * stream_lines_per_step lines each, so it
+// arrives in cache while the FMAs run (the packing that reads it is then
+// not waiting on DRAM).
 // stream_stores (with accumulate false): C is final and not read soon, so it
 // is written with streaming stores (see Store::kStream); with kc <= 16 the
 // tiles then go along the rows and neither prefetch applies (the stores

@@ -6,6 +6,8 @@
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/microkernel.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <algorithm>
+
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
@@ -43,9 +45,13 @@ HWY_NOINLINE void Tile(int64_t kc, const float* HWY_RESTRICT a, const float* HWY
     if (prefetch && (p & 3) == 0) hwy::Prefetch(prefetch + p * kMR);
     if (stream) {
       // Towards L2 (prefetcht1): the chunk is larger than L1.
-      __builtin_prefetch(stream->base + (p >> stream->row_shift) * stream->row_stride +
-                             (p & line_mask) * 64,
-                         0, 2);
+      const int64_t first = stream->first_line + p * stream->lines_per_step;
+      const int64_t end = std::min(first + stream->lines_per_step, stream->end_line);
+      for (int64_t line = first; line < end; ++line) {
+        __builtin_prefetch(stream->base + (line >> stream->row_shift) * stream->row_stride +
+                               (line & line_mask) * 64,
+                           0, 2);
+      }
     }
     const V b0 = hn::Load(d, b + p * 2 * N);
     const V b1 = hn::Load(d, b + p * 2 * N + N);

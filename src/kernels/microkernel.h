@@ -21,15 +21,21 @@
 
 namespace raggemm::kernels {
 
-// Source memory the caller packs next, streamed towards the caches one
-// 64-byte line per k step while the FMAs run: line p of a call is at
-// base + (p >> row_shift) * row_stride + (p & ((1 << row_shift) - 1)) * 64,
-// i.e. rows of 2^row_shift lines, row_stride bytes apart (row_shift 0 and
-// row_stride 64: one contiguous range).
+// Source memory the caller packs next, streamed towards the caches while the
+// FMAs run, lines_per_step 64-byte lines per k step: the call's step p
+// fetches lines first_line + p * lines_per_step + j, j < lines_per_step,
+// where line q lies at base + (q >> row_shift) * row_stride +
+// (q & ((1 << row_shift) - 1)) * 64, i.e. rows of 2^row_shift lines,
+// row_stride bytes apart (row_shift 0 and row_stride 64: one contiguous
+// range). The caller derives lines_per_step from how many lines it must
+// bring in over how many k steps it has to do it in (macro_kernel).
 struct PrefetchStream {
   const char* base = nullptr;
   int64_t row_stride = 64;
   int row_shift = 0;
+  int64_t first_line = 0;
+  int lines_per_step = 1;
+  int64_t end_line = INT64_MAX;  // lines from here on are not fetched
 };
 
 enum class Store : int { kOverwrite, kAccumulate, kStream };

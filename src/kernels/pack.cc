@@ -77,21 +77,28 @@ void pack_a(const Operand& src, int64_t r0, int64_t rows, int64_t k0, int64_t kc
   pack_row_panels(src, r0, rows, k0, kc, mr, dst);
 }
 
+// Each token row's run of `rows` values goes straight into the panels, mr
+// values per panel, with no staging line between: the f32 source is copied,
+// anything else decoded in place (an extra pass through a line buffer cost
+// as much as the panel writes themselves).
 void pack_a_transposed(const Operand& src, int64_t t0, int64_t kc, int64_t c0, int64_t rows,
                        int64_t valid_begin, int64_t valid_end, int mr, float* dst) {
   const int64_t panels = (rows + mr - 1) / mr;
-  const int64_t padded = panels * mr;
-  float* line = scratch_line(padded);
+  const bool plain_f32 = src.dtype == DType::kF32 && !src.scale.data;
   for (int64_t p = 0; p < kc; ++p) {
     const int64_t t = t0 + p;
-    if (t < valid_begin || t >= valid_end) {
-      std::memset(line, 0, sizeof(float) * padded);
-    } else {
-      decode_span(src, t, c0, rows, line, 1);
-      std::fill(line + rows, line + padded, 0.0f);
-    }
+    const bool valid = t >= valid_begin && t < valid_end;
+    const float* row = plain_f32 && valid ? static_cast<const float*>(src.data) + t * src.ld + c0
+                                          : nullptr;
     for (int64_t panel = 0; panel < panels; ++panel) {
-      std::memcpy(dst + panel * mr * kc + p * mr, line + panel * mr, sizeof(float) * mr);
+      float* out = dst + panel * mr * kc + p * mr;
+      const int64_t count = valid ? std::min<int64_t>(mr, rows - panel * mr) : 0;
+      if (row) {
+        std::memcpy(out, row + panel * mr, sizeof(float) * count);
+      } else if (count > 0) {
+        decode_span(src, t, c0 + panel * mr, count, out, 1);
+      }
+      std::fill(out + count, out + mr, 0.0f);
     }
   }
 }

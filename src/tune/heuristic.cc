@@ -20,8 +20,9 @@ constexpr int64_t kFloatBytes = 4;  // packed panels are f32 whatever the storag
 // (December 2026, Zen 5): k = 512 or 1024 ran 2-15% faster than k = 256.
 constexpr double kL1ShareA = 0.5;
 // The forward v2 gmm runs a group that fits one m-tile as a small item: B
-// in chunks of 128 columns, each gathered from kc rows of the stored rhs
-// that lie N floats apart, while the next chunk's source streams in; a
+// in chunks (an eighth of L2: 128 columns at kc = 256 on a 1 MiB L2), each
+// gathered from kc rows of the stored rhs that lie N floats apart, while
+// the next chunk's source streams in; a
 // shorter kc means fewer strided rows (and pages) in flight per chunk. So
 // when most groups fit one m-tile (the 90th percentile does), its k takes
 // the A micro-panel within a quarter of L1 (kc = 256 on a 48 KiB L1,

@@ -124,6 +124,16 @@ std::vector<Case> shape_cases() {
       // one-m-tile items accumulate in a staging block with padded rows over
       // four k-slices, then copy it out.
       {"aliasing_rows", 80, 512, 512, {30, 0, 20, 9}, {32, 128, 512}},
+      // dlhs contracting 1100 (whole rows): B chunks take an eighth of L2
+      // (29 columns on a 1 MiB L2: one or two register panels), so 100
+      // output columns go in several chunks and a ragged one, both in the
+      // one-m-tile items (groups 13 and 5) and while the first m-tile of a
+      // multi-tile item (50 rows, three m-tiles; 40 rows, two) packs the
+      // block chunk by chunk for the later m-tiles; rows past the groups.
+      {"narrow_chunks_dlhs", 120, 100, 1100, {50, 0, 13, 40, 5}, {24, 1100, 100}},
+      // The same in slices of 512, 512 and a ragged 76 (chunks of 64
+      // columns on a 1 MiB L2), each slice accumulated onto the last.
+      {"chunked_dlhs_slices", 120, 100, 1100, {50, 0, 13, 40, 5}, {24, 512, 100}},
   };
 }
 

@@ -1,8 +1,10 @@
 // interleave_rows and interleave_rows_bf16 against their definition, on
 // every runnable Highway target:
 // every row count from 0 to the panel width (the 8x8, 4x4 and element paths
-// and the zero padding), depths around the block sizes, a row stride wider
-// than the depth, and the panel widths the microkernels use.
+// and the zero padding), every depth from 0 to past two whole 64-byte lines
+// of bf16 (the runs of a whole source line, then of single blocks, then
+// element by element), a row stride wider than the depth, and the panel
+// widths the microkernels use.
 #include "kernels/interleave.h"
 
 #include <gtest/gtest.h>
@@ -19,7 +21,7 @@ namespace {
 void check_all_shapes() {
   for (int width : {6, 8, 12, 16, 32}) {
     for (int rows = 0; rows <= width; ++rows) {
-      for (int64_t depth : {0, 1, 3, 4, 7, 8, 9, 16, 21}) {
+      for (int64_t depth = 0; depth <= 72; ++depth) {
         const int64_t ld = depth + 5;
         // Distinct bf16 bit patterns (1.0 and up), and the same values in f32.
         std::vector<float> src(static_cast<size_t>(rows * ld + 1));
