@@ -18,6 +18,10 @@
 #include "raggemm/error.h"
 
 namespace raggemm::cases {
+
+// gtest prints a parameter on failure: the id, not the bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.id(); }
+
 namespace {
 
 class CaseTable : public ::testing::TestWithParam<Case> {};
