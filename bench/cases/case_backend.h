@@ -4,8 +4,10 @@
 // and bf16-dot paths engage inside them where storage and ISA allow. When
 // the backend registry (src/backends/) lands, this file is the one to
 // change: case_backends() returns the registry's backend names and
-// run_on_backend() builds the GmmSpec and calls the backend's run; the
-// table, the test and `raggemm bench --cases` stay as they are.
+// BackendRun (its constructor and run()) builds the GmmSpec and calls the
+// backend's run; the table, the test and `raggemm bench --cases` stay as
+// they are. The reference (reference_output) moves the same way, to the
+// registry's reference backend.
 #pragma once
 
 #include <optional>
