@@ -5,6 +5,11 @@
 //       --dist uniform|zipf:S|empty:F --dtype f32|bf16|int8|fp8_e4m3 --kernel v1|v2
 //       [--tiles M,K,N] --threads T --reps R [--json] [--buffers N] [--no-cache]
 //       [--warmup W] [--check]
+//   raggemm bench --cases [FILTER] [--case-scale S] [--list-cases] [--json]
+//       [--json-file FILE] [--threads T] [--reps R] [--warmup W] [--check]
+//
+// --cases times the case table (bench/cases, the list tests/cases_tests
+// checks against the reference) instead of one problem: see cli/bench_cases.h.
 //
 // Ours runs first, on inputs in the chosen storage dtype, and peak RSS is
 // read right after it, before any buffer that only the peers need exists;
@@ -23,6 +28,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/bench_cases.h"
 #include "cli/bench_peers.h"
 #include "cli/bench_problem.h"
 #include "cli/bench_runners.h"
@@ -168,7 +174,23 @@ int run_bench(const std::vector<std::string>& args) {
       "raggemm bench"};
   BenchFlags flags;
   KernelFlags kernel_flags;
-  app.add_option("op", flags.op, "pass: gmm, dlhs (gmm with transposed rhs) or tgmm")->required();
+  app.add_option("op", flags.op,
+                 "pass: gmm, dlhs (gmm with transposed rhs) or tgmm (required without --cases)");
+  CaseBenchOptions case_bench;
+  app.add_option("--cases", case_bench.filter,
+                 "time the case table instead (bench/cases): the cases whose id contains every "
+                 "comma-separated word of FILTER (none: all)")
+      ->expected(0, 1);
+  std::string case_scale = "8";
+  app.add_option("--case-scale", case_scale,
+                 "with --cases: multiply the table's M, K and N (1: the test size) and let the "
+                 "op pick tiles")
+      ->capture_default_str();
+  app.add_flag("--list-cases", case_bench.list,
+               "with --cases: list the cases, the path each takes and each refusal's error; "
+               "time nothing");
+  app.add_option("--json-file", case_bench.json_file,
+                 "with --cases: also write the JSON object to FILE (atomically)");
   app.add_option("--m", flags.m, "rows (tokens)")->capture_default_str();
   app.add_option("--k", flags.k, "lhs columns (the contracted dim of gmm)")->capture_default_str();
   app.add_option("--n", flags.n, "output columns of gmm")->capture_default_str();
@@ -202,6 +224,17 @@ int run_bench(const std::vector<std::string>& args) {
       ->group("");
   parse_command_line(app, args);
 
+  if (app.count("--cases") > 0) {
+    case_bench.scale = static_cast<int>(parse_int(case_scale, "--case-scale", 1, 64));
+    case_bench.threads =
+        kernel_flags.threads.empty() ? 0 : static_cast<int>(parse_int(kernel_flags.threads, "--threads", 1, 1024));
+    case_bench.reps = static_cast<int>(parse_int(flags.reps, "--reps", 1, 100000));
+    case_bench.warmup = static_cast<int>(parse_int(flags.warmup, "--warmup", 0, 1000));
+    case_bench.json = flags.json;
+    case_bench.check = flags.check;
+    return run_case_bench(case_bench);
+  }
+  require(!flags.op.empty(), "op", flags.op, "required: gmm, dlhs or tgmm (or --cases)");
   force_simd_target(flags.target, "--target");
   force_int8_kernel(flags.int8_kernel, "--int8-kernel");
   const BenchOp op = bench::parse_bench_op(flags.op, "op");

@@ -1,0 +1,187 @@
+// The microkernel contract (kernels/microkernel.h, bf16_microkernel.h,
+// docs/kernels.md), called directly on hand-packed panels, on every
+// Highway target this CPU runs and every bf16 kernel:
+//  - each element of C[0:rows, 0:cols] is the in-order chain over k of the
+//    contract's multiply-adds, bit for bit, for every rows <= MR, several
+//    cols <= NR (ragged) and depths (0, 1, odd, long);
+//  - kOverwrite, kAccumulate (C + acc) and kStream give those values;
+//  - nothing outside rows x cols is written (C has a wider ldc and
+//    sentinels), and the prefetch hints change nothing.
+// The int8 kernels have their own direct test (int8_microkernel_test.cc).
+#include <gtest/gtest.h>
+#include <hwy/cache_control.h>
+#include <hwy/targets.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/bf16_microkernel.h"
+#include "kernels/microkernel.h"
+#include "raggemm/dtype.h"
+
+namespace raggemm::kernels {
+namespace {
+
+template <class T>
+struct Aligned {
+  explicit Aligned(size_t count)
+      : data(static_cast<T*>(std::aligned_alloc(64, (count * sizeof(T) + 63) / 64 * 64 + 64))) {}
+  ~Aligned() { std::free(data); }
+  T* data;
+};
+
+uint32_t bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, sizeof(b));
+  return b;
+}
+
+constexpr float kSentinel = -12345.0f;
+
+// Highway's 128-bit x86 targets and the portable one have no FMA
+// instruction: their multiply-add rounds twice (see the report of issue 20).
+bool fused(int64_t target) { return target == HWY_AVX2 || target == HWY_AVX3; }
+
+void check_f32_kernel(const Microkernel& uk, bool fma) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int64_t kc : {0, 1, 5, 64}) {
+    for (int rows = 1; rows <= uk.mr; ++rows) {
+      for (int cols : {1, uk.nr / 2 - 1, uk.nr / 2, uk.nr / 2 + 3, uk.nr - 1, uk.nr}) {
+        if (cols < 1 || cols > uk.nr) continue;
+        Aligned<float> a(static_cast<size_t>(kc * uk.mr) + 1), b(static_cast<size_t>(kc * uk.nr) + 1);
+        for (int64_t p = 0; p < kc; ++p) {
+          for (int i = 0; i < uk.mr; ++i) a.data[p * uk.mr + i] = i < rows ? normal(rng) : 0.0f;
+          for (int j = 0; j < uk.nr; ++j) b.data[p * uk.nr + j] = j < cols ? normal(rng) : 0.0f;
+        }
+        const int64_t ldc = uk.nr + 5;
+        const int c_rows = uk.mr + 1;
+        for (Store store : {Store::kOverwrite, Store::kAccumulate, Store::kStream}) {
+          Aligned<float> c(static_cast<size_t>(c_rows * ldc));
+          std::vector<float> before(static_cast<size_t>(c_rows * ldc));
+          for (size_t e = 0; e < before.size(); ++e) {
+            before[e] = e % ldc < static_cast<size_t>(cols) && e / ldc < static_cast<size_t>(rows)
+                            ? normal(rng)
+                            : kSentinel;
+            c.data[e] = before[e];
+          }
+          PrefetchStream stream;
+          stream.base = reinterpret_cast<const char*>(b.data);
+          stream.end_line = 1;
+          uk.run(kc, a.data, b.data, c.data, ldc, rows, cols, store, a.data, &stream);
+          hwy::FlushStream();
+          for (int i = 0; i < c_rows; ++i) {
+            for (int64_t j = 0; j < ldc; ++j) {
+              const size_t e = static_cast<size_t>(i * ldc + j);
+              if (i >= rows || j >= cols) {
+                ASSERT_EQ(c.data[e], kSentinel) << uk.target << " wrote outside the tile at (" << i
+                                                << "," << j << ") rows " << rows << " cols " << cols;
+                continue;
+              }
+              float acc = 0.0f;
+              for (int64_t p = 0; p < kc; ++p) {
+                const float x = a.data[p * uk.mr + i], y = b.data[p * uk.nr + j];
+                acc = fma ? std::fma(x, y, acc) : x * y + acc;
+              }
+              const float want = store == Store::kAccumulate ? before[e] + acc : acc;
+              ASSERT_EQ(bits(c.data[e]), bits(want))
+                  << uk.target << " (" << i << "," << j << ") kc " << kc << " rows " << rows
+                  << " cols " << cols << " store " << static_cast<int>(store) << ": "
+                  << c.data[e] << " vs " << want;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(MicrokernelContract, F32EveryTargetEveryEdgeEveryStore) {
+  const int64_t targets = microkernel_targets();
+  int tested = 0;
+  for (int64_t bit = 1; bit != 0 && bit <= targets; bit <<= 1) {
+    if (!(targets & bit)) continue;
+    hwy::SetSupportedTargetsForTest(bit);
+    const Microkernel uk = select_microkernel();
+    SCOPED_TRACE(uk.target);
+    EXPECT_EQ(uk.nr % 2, 0);
+    check_f32_kernel(uk, fused(bit));
+    ++tested;
+    if (::testing::Test::HasFatalFailure()) break;
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  EXPECT_GE(tested, 2);
+}
+
+// bf16: normal-range inputs, so no subnormal arises and daz/ftz are moot:
+// the chain is acc = fma(A(2p+1), B(2p+1), acc); acc = fma(A(2p), B(2p), acc).
+TEST(MicrokernelContract, Bf16EveryKernelEveryEdgeEveryStore) {
+  std::mt19937 rng(4);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  ASSERT_FALSE(bf16_microkernels().empty());
+  for (const Bf16Microkernel& uk : bf16_microkernels()) {
+    SCOPED_TRACE(uk.target);
+    for (int64_t kp : {0, 1, 3, 40}) {
+      for (int rows = 1; rows <= uk.mr; ++rows) {
+        for (int cols : {1, uk.nr / 2, uk.nr - 3, uk.nr}) {
+          if (cols < 1 || cols > uk.nr) continue;
+          Aligned<uint16_t> a(static_cast<size_t>(kp * uk.mr * 2) + 1),
+              b(static_cast<size_t>(kp * uk.nr * 2) + 1);
+          for (int64_t p = 0; p < kp; ++p) {
+            for (int t = 0; t < 2; ++t) {
+              for (int i = 0; i < uk.mr; ++i) {
+                a.data[(p * uk.mr + i) * 2 + t] = i < rows ? f32_to_bf16(normal(rng)) : 0;
+              }
+              for (int j = 0; j < uk.nr; ++j) {
+                b.data[(p * uk.nr + j) * 2 + t] = j < cols ? f32_to_bf16(normal(rng)) : 0;
+              }
+            }
+          }
+          const int64_t ldc = uk.nr + 3;
+          const int c_rows = uk.mr + 2;
+          for (Store store : {Store::kOverwrite, Store::kAccumulate, Store::kStream}) {
+            Aligned<float> c(static_cast<size_t>(c_rows * ldc));
+            std::vector<float> before(static_cast<size_t>(c_rows * ldc));
+            for (size_t e = 0; e < before.size(); ++e) {
+              before[e] = e % ldc < static_cast<size_t>(cols) && e / ldc < static_cast<size_t>(rows)
+                              ? normal(rng)
+                              : kSentinel;
+              c.data[e] = before[e];
+            }
+            uk.run(kp, a.data, b.data, c.data, ldc, rows, cols, store);
+            hwy::FlushStream();
+            for (int i = 0; i < c_rows; ++i) {
+              for (int64_t j = 0; j < ldc; ++j) {
+                const size_t e = static_cast<size_t>(i * ldc + j);
+                if (i >= rows || j >= cols) {
+                  ASSERT_EQ(c.data[e], kSentinel) << "wrote outside the tile at (" << i << "," << j
+                                                  << ") rows " << rows << " cols " << cols;
+                  continue;
+                }
+                float acc = 0.0f;
+                for (int64_t p = 0; p < kp; ++p) {
+                  for (int t : {1, 0}) {
+                    acc = std::fma(bf16_to_f32(a.data[(p * uk.mr + i) * 2 + t]),
+                                   bf16_to_f32(b.data[(p * uk.nr + j) * 2 + t]), acc);
+                  }
+                }
+                const float want = store == Store::kAccumulate ? before[e] + acc : acc;
+                ASSERT_EQ(bits(c.data[e]), bits(want))
+                    << "(" << i << "," << j << ") kp " << kp << " rows " << rows << " cols "
+                    << cols << " store " << static_cast<int>(store);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace raggemm::kernels
