@@ -8,7 +8,7 @@
 // order, so results do not depend on the thread count.
 #pragma once
 
-#include "kernels/bf16_microkernel.h"
+#include "kernels/microkernel_registry.h"
 #include "kernels/gmm_kernel.h"
 
 namespace raggemm::kernels {

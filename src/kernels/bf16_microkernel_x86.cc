@@ -1,6 +1,7 @@
 // The AVX512_BF16 microkernel (contract in bf16_microkernel.h), compiled for
-// its instruction set with a target attribute and chosen by CPUID, so the
-// library itself keeps the baseline ISA. 12 x 32 register tile: each
+// its instruction set with a target attribute and registered (with the CPU
+// features it needs) in microkernel_registry.cc, so the library itself keeps
+// the baseline ISA. 12 x 32 register tile: each
 // vdpbf16ps does 16 lanes x 2 products (twice the MACs of an f32 FMA of the
 // same width); 24 of 32 zmm hold accumulators, two hold the B pair-vectors.
 #include "kernels/bf16_microkernel.h"
@@ -96,18 +97,13 @@ void run(int64_t kp, const uint16_t* a, const uint16_t* b, float* c, int64_t ldc
 
 }  // namespace
 
-bool bf16_microkernel_avx512(Bf16Microkernel* kernel) {
-  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-      !__builtin_cpu_supports("avx512bf16")) {
-    return false;
-  }
-  *kernel = Bf16Microkernel{kMR, kNR, "AVX512_BF16", &run};
-  return true;
+Bf16Microkernel bf16_microkernel_avx512() {
+  return Bf16Microkernel{kMR, kNR, "AVX512_BF16", &run};
 }
 
 #else  // not x86 with GCC/Clang: only the scalar twin
 
-bool bf16_microkernel_avx512(Bf16Microkernel*) { return false; }
+Bf16Microkernel bf16_microkernel_avx512() { return Bf16Microkernel{0, 0, "AVX512_BF16", nullptr}; }
 
 #endif
 

@@ -1,6 +1,7 @@
 // x86 int8 microkernels (contract in int8_microkernel.h), each compiled for
-// its instruction set with a target attribute and chosen by CPUID, so the
-// library itself keeps the baseline ISA:
+// its instruction set with a target attribute and registered (with the CPU
+// features it needs) in microkernel_registry.cc, so the library itself
+// keeps the baseline ISA:
 //  - AVX512-VNNI: 12 x 32, vpdpbusd (u8 x s8, 4 products per i32 lane, 64
 //    MACs an instruction) on biased A; 24 of 32 zmm hold accumulators.
 //  - AVX-VNNI: 6 x 16, the same on ymm; 12 of 16 ymm hold accumulators.
@@ -13,7 +14,6 @@
 #include "kernels/int8_microkernel.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <cpuid.h>
 #include <immintrin.h>
 #define RAGGEMM_INT8_X86 1
 #endif
@@ -225,43 +225,26 @@ void avx2_run(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c, int64_t
   kByRows[rows - 1](kq, a, b, c, ldc, cols, accumulate);
 }
 
-// CPUID leaf 7, sub-leaf 1, EAX bit 4 (not every compiler's
-// __builtin_cpu_supports knows "avxvnni").
-bool cpu_has_avx_vnni() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) return false;
-  return (eax >> 4) & 1u;
-}
-
 }  // namespace
 
-bool int8_microkernel_avx512_vnni(Int8Microkernel* kernel) {
-  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-      !__builtin_cpu_supports("avx512vnni")) {
-    return false;
-  }
-  *kernel = Int8Microkernel{kVnni512MR, kVnni512NR, /*biased_a=*/true, "AVX512_VNNI", &vnni512_run};
-  return true;
+Int8Microkernel int8_microkernel_avx512_vnni() {
+  return Int8Microkernel{kVnni512MR, kVnni512NR, /*biased_a=*/true, "AVX512_VNNI", &vnni512_run};
 }
 
-bool int8_microkernel_avx_vnni(Int8Microkernel* kernel) {
-  if (!__builtin_cpu_supports("avx2") || !cpu_has_avx_vnni()) return false;
-  *kernel = Int8Microkernel{kAvxVnniMR, kAvxVnniNR, /*biased_a=*/true, "AVX_VNNI", &avx_vnni_run};
-  return true;
+Int8Microkernel int8_microkernel_avx_vnni() {
+  return Int8Microkernel{kAvxVnniMR, kAvxVnniNR, /*biased_a=*/true, "AVX_VNNI", &avx_vnni_run};
 }
 
-bool int8_microkernel_avx2(Int8Microkernel* kernel) {
-  if (!__builtin_cpu_supports("avx2")) return false;
-  *kernel = Int8Microkernel{kAvx2MR, kAvx2NR, /*biased_a=*/false, "AVX2", &avx2_run,
-                            /*a_int16=*/true};
-  return true;
+Int8Microkernel int8_microkernel_avx2() {
+  return Int8Microkernel{kAvx2MR, kAvx2NR, /*biased_a=*/false, "AVX2", &avx2_run,
+                         /*a_int16=*/true};
 }
 
 #else  // not x86 with GCC/Clang: only the scalar kernel
 
-bool int8_microkernel_avx512_vnni(Int8Microkernel*) { return false; }
-bool int8_microkernel_avx_vnni(Int8Microkernel*) { return false; }
-bool int8_microkernel_avx2(Int8Microkernel*) { return false; }
+Int8Microkernel int8_microkernel_avx512_vnni() { return {0, 0, true, "AVX512_VNNI", nullptr}; }
+Int8Microkernel int8_microkernel_avx_vnni() { return {0, 0, true, "AVX_VNNI", nullptr}; }
+Int8Microkernel int8_microkernel_avx2() { return {0, 0, false, "AVX2", nullptr}; }
 
 #endif
 

@@ -3,7 +3,7 @@
 // kernel must give the exact integer sum there. -128 x -128 is the case a
 // vpmaddubsw scheme gets wrong (its sign trick negates -128 to -128, and a
 // pair of 128 * 128 products saturates at 2^15 - 1).
-#include "kernels/int8_microkernel.h"
+#include "kernels/microkernel_registry.h"
 
 #include <gtest/gtest.h>
 
