@@ -70,6 +70,7 @@ int run_peak(std::vector<std::string> args) {
     // the facts a docs/performance.md section names (read, not written).
     const kernels::MachineModel model = kernels::this_machine_model(threads);
     nlohmann::ordered_json int8 = kernels::microkernel_names(kernels::ComputeType::kInt8Dot);
+    const std::string int8_selected = kernels::selected_microkernel(kernels::ComputeType::kInt8Dot);
     out["machine"] = {{"cpu_model", model.cpu_model},
                       {"l1d", model.caches.l1d},
                       {"l2", model.caches.l2},
@@ -82,7 +83,7 @@ int run_peak(std::vector<std::string> args) {
                       {"vector_bytes", model.vector_bytes},
                       {"cores", model.cores},
                       {"int8_microkernels", int8},
-                      {"int8_selected", kernels::selected_microkernel(kernels::ComputeType::kInt8Dot)},
+                      {"int8_selected", int8_selected},
                       {"openblas_core", openblas_core_name()},
                       {"openblas_best_core_for_cpu", best_openblas_core_for_cpu()},
                       {"openblas_coretype_env", bench::openblas_restriction()}};

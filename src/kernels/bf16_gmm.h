@@ -8,8 +8,8 @@
 // order, so results do not depend on the thread count.
 #pragma once
 
-#include "kernels/microkernel_registry.h"
 #include "kernels/gmm_kernel.h"
+#include "kernels/microkernel_registry.h"
 
 namespace raggemm::kernels {
 

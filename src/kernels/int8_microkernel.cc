@@ -3,7 +3,6 @@
 // (microkernel_registry.cc).
 #include "kernels/int8_microkernel.h"
 
-
 namespace raggemm::kernels {
 namespace {
 

@@ -236,8 +236,9 @@ Int8Microkernel int8_microkernel_avx_vnni() {
 }
 
 Int8Microkernel int8_microkernel_avx2() {
-  return Int8Microkernel{kAvx2MR, kAvx2NR, /*biased_a=*/false, "AVX2", &avx2_run,
-                         /*a_int16=*/true};
+  Int8Microkernel kernel{kAvx2MR, kAvx2NR, /*biased_a=*/false, "AVX2", &avx2_run};
+  kernel.a_int16 = true;
+  return kernel;
 }
 
 #else  // not x86 with GCC/Clang: only the scalar kernel

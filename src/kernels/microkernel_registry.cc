@@ -127,7 +127,8 @@ Table<Int8Microkernel>& int8_table() {
   return table;
 }
 
-// ---- f32: Highway's targets ---------------------------------------------------
+// ---- f32: Highway's targets
+// ---------------------------------------------------
 
 VectorFamily family_of_target(int64_t target) {
 #if HWY_ARCH_X86
@@ -151,7 +152,9 @@ int64_t cpu_f32_targets() {
 }
 [[maybe_unused]] const bool kReadAtLoad = (cpu_f32_targets(), cpu_features(), true);
 
-const char* none_name(ComputeType type) { return type == ComputeType::kBf16Dot ? "WIDEN" : nullptr; }
+const char* none_name(ComputeType type) {
+  return type == ComputeType::kBf16Dot ? "WIDEN" : nullptr;
+}
 
 template <class Kernel>
 std::vector<MicrokernelInfo> infos(ComputeType type, const Table<Kernel>& table) {
@@ -166,9 +169,12 @@ std::vector<MicrokernelInfo> infos(ComputeType type, const Table<Kernel>& table)
 
 const char* compute_type_name(ComputeType type) {
   switch (type) {
-    case ComputeType::kF32: return "f32";
-    case ComputeType::kBf16Dot: return "bf16-dot";
-    case ComputeType::kInt8Dot: return "int8-dot";
+    case ComputeType::kF32:
+      return "f32";
+    case ComputeType::kBf16Dot:
+      return "bf16-dot";
+    case ComputeType::kInt8Dot:
+      return "int8-dot";
   }
   return "?";
 }
@@ -183,8 +189,8 @@ std::vector<MicrokernelInfo> registered_microkernels(ComputeType type) {
     const int64_t target = bits & -bits;  // lowest bit first: fastest first
     const bool runs = (cpu_f32_targets() & target) != 0;
     const Microkernel kernel = runs ? microkernel_of_target(target) : Microkernel{};
-    out.push_back({type, target_name(target), family_of_target(target), kernel.mr, kernel.nr,
-                   runs});
+    out.push_back(
+        {type, target_name(target), family_of_target(target), kernel.mr, kernel.nr, runs});
   }
   return out;
 }
@@ -229,7 +235,8 @@ bool force_microkernel(ComputeType type, const std::string& target) {
   return false;
 }
 
-// ---- Typed views ----------------------------------------------------------------
+// ---- Typed views
+// ----------------------------------------------------------------
 
 const std::vector<Bf16Microkernel>& bf16_microkernels() { return bf16_table().runnable; }
 const Bf16Microkernel* select_bf16_microkernel() { return bf16_table().select(); }

@@ -75,8 +75,9 @@ VectorFamily selected_family(ComputeType type);
 // and changes nothing when `target` is not registered or cannot run here.
 bool force_microkernel(ComputeType type, const std::string& target);
 
-// ---- Typed views, for the drivers, benchmarks and tests ----------------------
-// (select_microkernel(), the f32 one, is Highway's dispatch: microkernel.h.)
+// ---- Typed views, for the drivers, benchmarks and tests
+// ---------------------- (select_microkernel(), the f32 one, is Highway's
+// dispatch: microkernel.h.)
 
 // The bf16 dot kernels this CPU runs, fastest first (the scalar twin last).
 const std::vector<Bf16Microkernel>& bf16_microkernels();

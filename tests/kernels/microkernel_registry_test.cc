@@ -125,7 +125,8 @@ TEST(MicrokernelRegistry, ListsEveryKernelThisCpuRuns) {
   bf16.push_back("SCALAR");
   hwy::SetSupportedTargetsForTest(0);
   const int64_t targets = microkernel_targets();
-  for (int64_t bits = targets; bits != 0; bits &= bits - 1) f32.push_back(target_name(bits & -bits));
+  for (int64_t bits = targets; bits != 0; bits &= bits - 1)
+    f32.push_back(target_name(bits & -bits));
   EXPECT_EQ(microkernel_names(ComputeType::kInt8Dot), int8);
   EXPECT_EQ(microkernel_names(ComputeType::kBf16Dot), bf16);
   EXPECT_EQ(microkernel_names(ComputeType::kF32), f32);
@@ -253,14 +254,16 @@ TEST(MicrokernelRegistry, Fp8DecoderAndEncodersFollowATargetForcedAfterFirstUse)
   const bool avx512 = cpu.avx512() && (targets & (HWY_AVX3 | HWY_AVX3_DL));
   const bool avx2 = cpu.avx2 && (targets & HWY_AVX2);
   EXPECT_STREQ(decode_fp8_implementation(), avx512 ? "AVX512" : avx2 ? "AVX2" : "SCALAR");
-  EXPECT_EQ(avx512_family_allowed(), avx512);  // the encoders' first use, unforced
+  EXPECT_EQ(avx512_family_allowed(),
+            avx512);  // the encoders' first use, unforced
   EXPECT_EQ(avx2_family_allowed(), avx512 || avx2);
   struct Step {
     int64_t target;
     const char* decoder;
     bool avx512, avx2;
   };
-  const Step steps[] = {{HWY_AVX2, "AVX2", false, true}, {HWY_SSE4, "SCALAR", false, false},
+  const Step steps[] = {{HWY_AVX2, "AVX2", false, true},
+                        {HWY_SSE4, "SCALAR", false, false},
                         {HWY_EMU128, "SCALAR", false, false}};
   int forced = 0;
   for (const Step& step : steps) {
@@ -269,8 +272,8 @@ TEST(MicrokernelRegistry, Fp8DecoderAndEncodersFollowATargetForcedAfterFirstUse)
     EXPECT_STREQ(decode_fp8_implementation(), step.decoder) << target_name(step.target);
     EXPECT_EQ(avx512_family_allowed(), step.avx512) << target_name(step.target);
     EXPECT_EQ(avx2_family_allowed(), step.avx2) << target_name(step.target);
-    decode_fp8_span(DType::kF8E4M3, codes.data(), static_cast<int64_t>(codes.size()), 0.5f,
-                    nullptr, later.data());
+    decode_fp8_span(DType::kF8E4M3, codes.data(), static_cast<int64_t>(codes.size()), 0.5f, nullptr,
+                    later.data());
     EXPECT_TRUE(same_bits(first, later)) << target_name(step.target);
     ++forced;
   }
