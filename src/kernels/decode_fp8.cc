@@ -185,7 +185,7 @@ struct Chosen {
 };
 
 // Level 2: AVX-512, 1: AVX2, 0: portable; each only where the CPU has it.
-Chosen implementations(int level) {
+constexpr Chosen implementations(int level) {
 #ifdef RAGGEMM_FP8_X86
   if (level == 2) {
     return {{&avx512_span<false>, &avx512_span<true>},
@@ -217,15 +217,14 @@ int format_index(DType dtype) {
 // The CPU's best, lowered to what the f32 dispatch may use now: asked on
 // every call (the three sets are built once), so a Highway target forced
 // after the first decode is followed.
-int level_now() {
-  static const int kCpu = cpu_level();
-  return std::min(kCpu, static_cast<int>(highway_family()));
-}
+// (Tables and the CPU's level are set before main, so a call costs no
+// guard: this runs once per decoded row.)
+constexpr Chosen kByLevel[3] = {implementations(0), implementations(1), implementations(2)};
+const int kCpuLevel = cpu_level();
 
-const Chosen& chosen() {
-  static const Chosen kByLevel[3] = {implementations(0), implementations(1), implementations(2)};
-  return kByLevel[level_now()];
-}
+int level_now() { return std::min(kCpuLevel, static_cast<int>(highway_family())); }
+
+const Chosen& chosen() { return kByLevel[level_now()]; }
 
 }  // namespace
 

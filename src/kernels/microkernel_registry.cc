@@ -4,6 +4,7 @@
 
 #include <hwy/targets.h>
 
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <initializer_list>
@@ -130,7 +131,7 @@ Table<Int8Microkernel>& int8_table() {
 // ---- f32: Highway's targets
 // ---------------------------------------------------
 
-VectorFamily family_of_target(int64_t target) {
+constexpr VectorFamily family_of_target(int64_t target) {
 #if HWY_ARCH_X86
   // x86 targets take lower bits as they get wider: AVX3 and everything
   // below its bit (AVX3_DL, and later Highways' AVX3_ZEN4, AVX3_SPR) are
@@ -165,6 +166,27 @@ std::vector<MicrokernelInfo> infos(ComputeType type, const Table<Kernel>& table)
   return out;
 }
 
+// Highway's chosen-target mask, read inline (an atomic load and a bit scan)
+// and looked up in a table: a dynamic-dispatch call per fp8 row cost about
+// 30 instructions more than the old read-once flag, 12% of decoding a row
+// of 64 codes (callgrind). Index i of the dispatch table is target bit
+// i - 1 + (HWY_HIGHEST_TARGET_BIT + 1 - HWY_MAX_DYNAMIC_TARGETS)
+// (hwy/targets.h, HWY_CHOSEN_TARGET_SHIFT); past those, the portable
+// fallback; 0 until the first dispatch, which the slow path makes.
+constexpr int kDispatchSlots = HWY_MAX_DYNAMIC_TARGETS + 2;
+
+constexpr std::array<VectorFamily, kDispatchSlots> family_by_index() {
+  std::array<VectorFamily, kDispatchSlots> families{};
+  for (int i = 1; i <= HWY_MAX_DYNAMIC_TARGETS; ++i) {
+    families[i] = family_of_target(
+        int64_t{1} << (i - 1 + HWY_HIGHEST_TARGET_BIT + 1 - HWY_MAX_DYNAMIC_TARGETS));
+  }
+  families[kDispatchSlots - 1] = VectorFamily::kPortable;
+  return families;
+}
+
+constexpr std::array<VectorFamily, kDispatchSlots> kFamilyByIndex = family_by_index();
+
 }  // namespace
 
 const char* compute_type_name(ComputeType type) {
@@ -179,7 +201,12 @@ const char* compute_type_name(ComputeType type) {
   return "?";
 }
 
-VectorFamily highway_family() { return family_of_target(dispatched_target()); }
+VectorFamily highway_family() {
+  static hwy::ChosenTarget& chosen = hwy::GetChosenTarget();
+  const size_t index = chosen.GetIndex();
+  if (index == 0) return family_of_target(dispatched_target());
+  return kFamilyByIndex[index];
+}
 
 std::vector<MicrokernelInfo> registered_microkernels(ComputeType type) {
   if (type == ComputeType::kBf16Dot) return infos(type, bf16_table());
