@@ -13,6 +13,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+
+#include "kernels/avx512_tile_store.h"
 #define RAGGEMM_BF16_X86 1
 #endif
 
@@ -66,32 +68,16 @@ RAGGEMM_AVX512BF16 void tile(int64_t kp, const uint16_t* a, const uint16_t* b, f
     return;
   }
   const bool accumulate = store == Store::kAccumulate;
-  const int cols0 = cols < 16 ? cols : 16;
-  const int cols1 = cols - cols0;
-  const __mmask16 mask0 = static_cast<__mmask16>((1u << cols0) - 1u);
-  const __mmask16 mask1 = static_cast<__mmask16>((1u << cols1) - 1u);
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
-    float* row = c + i * ldc;
-    __m512 v0 = acc0[i], v1 = acc1[i];
-    if (accumulate) {
-      v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(mask0, row));
-      v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(mask1, row + 16));
-    }
-    _mm512_mask_storeu_ps(row, mask0, v0);
-    _mm512_mask_storeu_ps(row + 16, mask1, v1);
+    avx512_tile::store_row(c + i * ldc, acc0[i], acc1[i], cols, accumulate);
   }
-}
-
-template <int... R>
-constexpr auto table(std::integer_sequence<int, R...>) {
-  using Fn = void (*)(int64_t, const uint16_t*, const uint16_t*, float*, int64_t, int, Store);
-  return std::array<Fn, sizeof...(R)>{&tile<R + 1>...};
 }
 
 void run(int64_t kp, const uint16_t* a, const uint16_t* b, float* c, int64_t ldc, int rows,
          int cols, Store store) {
-  static constexpr auto kByRows = table(std::make_integer_sequence<int, kMR>{});
+  static constexpr auto kByRows =
+      avx512_tile::by_rows<kMR>([](auto rows) { return &tile<decltype(rows)::value>; });
   kByRows[rows - 1](kp, a, b, c, ldc, cols, store);
 }
 
