@@ -25,6 +25,7 @@
 
 #include <cstdint>
 
+#include "kernels/dot_microkernel.h"
 #include "kernels/microkernel.h"
 
 namespace raggemm::kernels {
@@ -35,12 +36,7 @@ namespace raggemm::kernels {
 using Bf16MicrokernelFn = void (*)(int64_t kp, const uint16_t* a, const uint16_t* b, float* c,
                                    int64_t ldc, int rows, int cols, Store store);
 
-struct Bf16Microkernel {
-  int mr = 0;
-  int nr = 0;
-  const char* target = "";  // "AVX512_BF16", "SCALAR"
-  Bf16MicrokernelFn run = nullptr;
-};
+using Bf16Microkernel = DotMicrokernel<Bf16MicrokernelFn>;  // "AVX512_BF16", "SCALAR"
 
 // The kernels, registered with the CPU features they need in
 // microkernel_registry.cc (which chooses, forces and lists them): the

@@ -33,7 +33,7 @@ void scalar_run(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c, int64
 }  // namespace
 
 Int8Microkernel int8_microkernel_scalar() {
-  return Int8Microkernel{kScalarMR, kScalarNR, /*biased_a=*/false, "SCALAR", &scalar_run};
+  return Int8Microkernel{{kScalarMR, kScalarNR, "SCALAR", &scalar_run}};
 }
 
 }  // namespace raggemm::kernels

@@ -21,18 +21,17 @@
 
 #include <cstdint>
 
+#include "kernels/dot_microkernel.h"
+
 namespace raggemm::kernels {
 
 using Int8MicrokernelFn = void (*)(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c,
                                    int64_t ldc, int rows, int cols, bool accumulate);
 
-struct Int8Microkernel {
-  int mr = 0;
-  int nr = 0;
-  bool biased_a = false;
-  const char* target = "";  // "AVX512_VNNI", "AVX_VNNI", "AVX2", "SCALAR"
-  Int8MicrokernelFn run = nullptr;
-  bool a_int16 = false;  // A panel holds int16 codes (2 bytes each), see above
+// target: "AVX512_VNNI", "AVX_VNNI", "AVX2", "SCALAR".
+struct Int8Microkernel : DotMicrokernel<Int8MicrokernelFn> {
+  bool biased_a = false;  // A panel holds codes + 128, see above
+  bool a_int16 = false;   // A panel holds int16 codes (2 bytes each), see above
 };
 
 // The kernels, registered with the CPU features they need in

@@ -204,24 +204,24 @@ void avx2_run(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c, int64_t
 }  // namespace
 
 Int8Microkernel int8_microkernel_avx512_vnni() {
-  return Int8Microkernel{kVnni512MR, kVnni512NR, /*biased_a=*/true, "AVX512_VNNI", &vnni512_run};
+  return Int8Microkernel{{kVnni512MR, kVnni512NR, "AVX512_VNNI", &vnni512_run}, /*biased_a=*/true};
 }
 
 Int8Microkernel int8_microkernel_avx_vnni() {
-  return Int8Microkernel{kAvxVnniMR, kAvxVnniNR, /*biased_a=*/true, "AVX_VNNI", &avx_vnni_run};
+  return Int8Microkernel{{kAvxVnniMR, kAvxVnniNR, "AVX_VNNI", &avx_vnni_run}, /*biased_a=*/true};
 }
 
 Int8Microkernel int8_microkernel_avx2() {
-  Int8Microkernel kernel{kAvx2MR, kAvx2NR, /*biased_a=*/false, "AVX2", &avx2_run};
-  kernel.a_int16 = true;
-  return kernel;
+  return Int8Microkernel{{kAvx2MR, kAvx2NR, "AVX2", &avx2_run},
+                         /*biased_a=*/false,
+                         /*a_int16=*/true};
 }
 
 #else  // not x86 with GCC/Clang: only the scalar kernel
 
-Int8Microkernel int8_microkernel_avx512_vnni() { return {0, 0, true, "AVX512_VNNI", nullptr}; }
-Int8Microkernel int8_microkernel_avx_vnni() { return {0, 0, true, "AVX_VNNI", nullptr}; }
-Int8Microkernel int8_microkernel_avx2() { return {0, 0, false, "AVX2", nullptr}; }
+Int8Microkernel int8_microkernel_avx512_vnni() { return {{0, 0, "AVX512_VNNI", nullptr}}; }
+Int8Microkernel int8_microkernel_avx_vnni() { return {{0, 0, "AVX_VNNI", nullptr}}; }
+Int8Microkernel int8_microkernel_avx2() { return {{0, 0, "AVX2", nullptr}}; }
 
 #endif
 

@@ -190,15 +190,8 @@ constexpr std::array<VectorFamily, kDispatchSlots> kFamilyByIndex = family_by_in
 }  // namespace
 
 const char* compute_type_name(ComputeType type) {
-  switch (type) {
-    case ComputeType::kF32:
-      return "f32";
-    case ComputeType::kBf16Dot:
-      return "bf16-dot";
-    case ComputeType::kInt8Dot:
-      return "int8-dot";
-  }
-  return "?";
+  static const char* const kNames[] = {"f32", "bf16-dot", "int8-dot"};
+  return kNames[static_cast<int>(type)];
 }
 
 VectorFamily highway_family() {
