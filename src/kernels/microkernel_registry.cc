@@ -32,7 +32,8 @@ bool always(const CpuFeatures&) { return true; }
 // (the f32 kernel's are Highway's compiled targets, see the kF32 cases below.)
 
 const Registration<Bf16Microkernel> kBf16Kernels[] = {
-    {VectorFamily::kAvx512, [](const CpuFeatures& f) { return f.avx512() && f.avx512bf16; },
+    {VectorFamily::kAvx512,
+     [](const CpuFeatures& f) { return f.avx512f && f.avx512bw && f.avx512bf16; },
      &bf16_microkernel_avx512, true},
     // The scalar twin runs only when forced: without a SIMD dot kernel bf16
     // widens to f32, which is faster than this loop.
@@ -40,7 +41,8 @@ const Registration<Bf16Microkernel> kBf16Kernels[] = {
 };
 
 const Registration<Int8Microkernel> kInt8Kernels[] = {
-    {VectorFamily::kAvx512, [](const CpuFeatures& f) { return f.avx512() && f.avx512vnni; },
+    {VectorFamily::kAvx512,
+     [](const CpuFeatures& f) { return f.avx512f && f.avx512bw && f.avx512vnni; },
      &int8_microkernel_avx512_vnni, true},
     {VectorFamily::kAvx2, [](const CpuFeatures& f) { return f.avx2 && f.avx_vnni; },
      &int8_microkernel_avx_vnni, true},

@@ -116,10 +116,10 @@ TEST(MicrokernelRegistry, ListsEveryKernelThisCpuRuns) {
   const CpuFeatures& cpu = cpu_features();
   std::vector<std::string> int8, bf16, f32;
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (cpu.avx512() && cpu.avx512vnni) int8.push_back("AVX512_VNNI");
+  if (cpu.avx512f && cpu.avx512bw && cpu.avx512vnni) int8.push_back("AVX512_VNNI");
   if (cpu.avx2 && cpu.avx_vnni) int8.push_back("AVX_VNNI");
   if (cpu.avx2) int8.push_back("AVX2");
-  if (cpu.avx512() && cpu.avx512bf16) bf16.push_back("AVX512_BF16");
+  if (cpu.avx512f && cpu.avx512bw && cpu.avx512bf16) bf16.push_back("AVX512_BF16");
 #endif
   int8.push_back("SCALAR");
   bf16.push_back("SCALAR");
