@@ -168,26 +168,16 @@ std::vector<MicrokernelInfo> infos(ComputeType type, const Table<Kernel>& table)
   return out;
 }
 
-// Highway's chosen-target mask, read inline (an atomic load and a bit scan)
-// and looked up in a table: a dynamic-dispatch call per fp8 row cost about
-// 30 instructions more than the old read-once flag, 12% of decoding a row
-// of 64 codes (callgrind). Index i of the dispatch table is target bit
-// i - 1 + (HWY_HIGHEST_TARGET_BIT + 1 - HWY_MAX_DYNAMIC_TARGETS)
-// (hwy/targets.h, HWY_CHOSEN_TARGET_SHIFT); past those, the portable
-// fallback; 0 until the first dispatch, which the slow path makes.
-constexpr int kDispatchSlots = HWY_MAX_DYNAMIC_TARGETS + 2;
-
-constexpr std::array<VectorFamily, kDispatchSlots> family_by_index() {
-  std::array<VectorFamily, kDispatchSlots> families{};
+// Highway's dispatch slot -> vector family (see detail:: in the header).
+constexpr std::array<VectorFamily, detail::kHighwayDispatchSlots> family_by_index() {
+  std::array<VectorFamily, detail::kHighwayDispatchSlots> families{};
   for (int i = 1; i <= HWY_MAX_DYNAMIC_TARGETS; ++i) {
     families[i] = family_of_target(
         int64_t{1} << (i - 1 + HWY_HIGHEST_TARGET_BIT + 1 - HWY_MAX_DYNAMIC_TARGETS));
   }
-  families[kDispatchSlots - 1] = VectorFamily::kPortable;
+  families[detail::kHighwayDispatchSlots - 1] = VectorFamily::kPortable;
   return families;
 }
-
-constexpr std::array<VectorFamily, kDispatchSlots> kFamilyByIndex = family_by_index();
 
 }  // namespace
 
@@ -196,12 +186,17 @@ const char* compute_type_name(ComputeType type) {
   return kNames[static_cast<int>(type)];
 }
 
-VectorFamily highway_family() {
-  static hwy::ChosenTarget& chosen = hwy::GetChosenTarget();
-  const size_t index = chosen.GetIndex();
-  if (index == 0) return family_of_target(dispatched_target());
-  return kFamilyByIndex[index];
-}
+namespace detail {
+
+// Set while the library loads (null before: highway_family() then takes the
+// slow path), so the inline check needs no static guard.
+hwy::ChosenTarget* const chosen_target = &hwy::GetChosenTarget();
+constexpr std::array<VectorFamily, kHighwayDispatchSlots> family_by_dispatch_index =
+    family_by_index();
+
+VectorFamily highway_family_slow() { return family_of_target(dispatched_target()); }
+
+}  // namespace detail
 
 std::vector<MicrokernelInfo> registered_microkernels(ComputeType type) {
   if (type == ComputeType::kBf16Dot) return infos(type, bf16_table());

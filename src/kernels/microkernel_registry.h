@@ -13,6 +13,9 @@
 // tests and benchmarks use) are thin views of this registry.
 #pragma once
 
+#include <hwy/targets.h>
+
+#include <array>
 #include <string>
 #include <vector>
 
@@ -29,10 +32,29 @@ const char* compute_type_name(ComputeType type);
 // rules out every family above it, for every compute type at once.
 enum class VectorFamily : int { kPortable = 0, kAvx2 = 1, kAvx512 = 2 };
 
+namespace detail {
+// Slots of Highway's dispatch table: index i >= 1 is target bit
+// i - 1 + (HWY_HIGHEST_TARGET_BIT + 1 - HWY_MAX_DYNAMIC_TARGETS)
+// (hwy/targets.h, HWY_CHOSEN_TARGET_SHIFT), the last is the portable
+// fallback, 0 is "not chosen yet".
+constexpr int kHighwayDispatchSlots = HWY_MAX_DYNAMIC_TARGETS + 2;
+extern hwy::ChosenTarget* const chosen_target;  // null until the library loads
+extern const std::array<VectorFamily, kHighwayDispatchSlots> family_by_dispatch_index;
+VectorFamily highway_family_slow();  // dispatches once, which chooses
+}  // namespace detail
+
 // The family of the target Highway's f32 dispatch runs on now. Read on every
-// call, so a target forced at any time is followed; one dynamic-dispatch
-// call (a table lookup), cheap enough per decoded row.
-VectorFamily highway_family();
+// call, so a target forced at any time is followed: Highway's chosen-target
+// mask read inline (an atomic load, a bit scan, a table). The quantization
+// encoders ask once per span, and a weight span can be one code: a
+// dynamic-dispatch call cost about 30 instructions a call there, and the fp8
+// decoder's 64-code rows 12% (callgrind).
+inline VectorFamily highway_family() {
+  const size_t index = detail::chosen_target ? detail::chosen_target->GetIndex() : 0;
+  if (index == 0) [[unlikely]]
+    return detail::highway_family_slow();
+  return detail::family_by_dispatch_index[index];
+}
 
 // Whether hand-written SIMD code of `family` may run now: the Highway
 // dispatch has not been forced below it. (Whether the CPU has the
