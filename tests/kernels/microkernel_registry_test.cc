@@ -48,6 +48,17 @@ Schedule schedule() {
   return s;
 }
 
+// The shape and groups above, and the output, in either problem type.
+template <class Problem>
+void set_shape(Problem& p, float* out) {
+  p.m = kM;
+  p.k = kK;
+  p.n = kN;
+  p.starts = kStarts.data();
+  p.num_groups = p.local_groups = static_cast<int64_t>(kStarts.size()) - 1;
+  p.out = out;
+}
+
 // The int8 gmm through the registry's selection (no kernel passed in).
 std::vector<float> int8_run() {
   std::mt19937 rng(7);
@@ -65,12 +76,7 @@ std::vector<float> int8_run() {
   p.rhs_group_stride = kK * kN;
   p.col_scale = col_scale.data();
   p.col_scale_group_stride = kN;
-  p.m = kM;
-  p.k = kK;
-  p.n = kN;
-  p.starts = kStarts.data();
-  p.num_groups = p.local_groups = groups;
-  p.out = out.data();
+  set_shape(p, out.data());
   int8_gmm(p, schedule());
   return out;
 }
@@ -96,12 +102,7 @@ std::vector<float> bf16_run() {
   p.lhs = {lhs.data(), DType::kBF16, kK};
   p.rhs.base = {rhs.data(), DType::kBF16, kN};
   p.rhs.stride = kK * kN;
-  p.m = kM;
-  p.k = kK;
-  p.n = kN;
-  p.starts = kStarts.data();
-  p.num_groups = p.local_groups = groups;
-  p.out = out.data();
+  set_shape(p, out.data());
   gmm_v2(p, schedule());
   return out;
 }
