@@ -21,7 +21,7 @@
 #include <random>
 #include <string>
 
-#include "kernels/int8_microkernel.h"
+#include "kernels/microkernel_registry.h"
 #include "raggemm/gmm.h"
 #include "raggemm/quant.h"
 

@@ -41,7 +41,7 @@
 #include "cli/quant_flags.h"
 #include "raggemm/error.h"
 #include "kernels/bandwidth.h"
-#include "kernels/int8_microkernel.h"
+#include "kernels/microkernel_registry.h"
 #include "kernels/peak.h"
 #include "raggemm/plan.h"
 #include "tune/cpu_info.h"
@@ -428,7 +428,7 @@ int run_bench(const std::vector<std::string>& args) {
     result["roofline_efficiency"] = bound_ms / (ours_seconds * 1e3);
   }
   if (quant && *quant == QuantRecipe::kInt8) {
-    result["int8_microkernel"] = kernels::select_int8_microkernel().target;
+    result["int8_microkernel"] = kernels::selected_microkernel(kernels::ComputeType::kInt8Dot);
   }
   if (quant) {
     result["quantize_median_ms"] = quant_times.quantize_seconds * 1e3;

@@ -17,7 +17,7 @@
 #include "cli/openblas_core.h"
 #include "cli/target_flag.h"
 #include "kernels/bandwidth.h"
-#include "kernels/int8_microkernel.h"
+#include "kernels/microkernel_registry.h"
 #include "kernels/machine_model.h"
 #include "kernels/peak.h"
 #include "tune/cpu_info.h"
@@ -69,8 +69,8 @@ int run_peak(std::vector<std::string> args) {
     // The machine as the heuristic sees it, and what the peers run here:
     // the facts a docs/performance.md section names (read, not written).
     const kernels::MachineModel model = kernels::this_machine_model(threads);
-    nlohmann::ordered_json int8 = nlohmann::ordered_json::array();
-    for (const kernels::Int8Microkernel& uk : kernels::int8_microkernels()) int8.push_back(uk.target);
+    nlohmann::ordered_json int8 = kernels::microkernel_names(kernels::ComputeType::kInt8Dot);
+    const std::string int8_selected = kernels::selected_microkernel(kernels::ComputeType::kInt8Dot);
     out["machine"] = {{"cpu_model", model.cpu_model},
                       {"l1d", model.caches.l1d},
                       {"l2", model.caches.l2},
@@ -83,7 +83,7 @@ int run_peak(std::vector<std::string> args) {
                       {"vector_bytes", model.vector_bytes},
                       {"cores", model.cores},
                       {"int8_microkernels", int8},
-                      {"int8_selected", kernels::select_int8_microkernel().target},
+                      {"int8_selected", int8_selected},
                       {"openblas_core", openblas_core_name()},
                       {"openblas_best_core_for_cpu", best_openblas_core_for_cpu()},
                       {"openblas_coretype_env", bench::openblas_restriction()}};

@@ -2,7 +2,7 @@
 
 #include <hwy/targets.h>
 
-#include "kernels/int8_microkernel.h"
+#include "kernels/microkernel_registry.h"
 #include "raggemm/error.h"
 
 namespace raggemm::cli {

@@ -6,12 +6,13 @@
 // the contraction are rounded up to even so no pair straddles two slices.
 #include "kernels/bf16_gmm.h"
 
+#include <hwy/cache_control.h>
+
 #include <algorithm>
 #include <cstring>
 
-#include <hwy/cache_control.h>
-
 #include "kernels/bf16_pack.h"
+#include "kernels/group_items.h"
 #include "kernels/parallel.h"
 #include "kernels/tgmm_common.h"
 #include "kernels/workspace.h"
@@ -19,16 +20,12 @@
 namespace raggemm::kernels {
 namespace {
 
-constexpr int64_t kRowTilesPerItem = 4;
-
 const uint16_t* bits(const Operand& op) { return static_cast<const uint16_t*>(op.data); }
 
 bool plain_bf16(const Operand& op) { return op.dtype == DType::kBF16 && !op.scale.data; }
 
-// A per-thread buffer of `count` uint16 (workspace slots hold floats).
-uint16_t* bf16_workspace(Slot slot, int64_t count) {
-  return reinterpret_cast<uint16_t*>(workspace(slot, (count + 1) / 2));
-}
+// A per-thread buffer of `count` bf16 values.
+uint16_t* bf16_workspace(Slot slot, int64_t count) { return workspace_as<uint16_t>(slot, count); }
 
 // Depth of a slice of the contraction: twice the tiles' k, which the machine
 // model sized for packed f32 panels (the same bytes hold twice as many bf16),
@@ -66,19 +63,13 @@ void macro_kernel_bf16(const Bf16Microkernel& uk, int64_t kc, const uint16_t* a,
   }
 }
 
-struct Item {
-  int64_t group;  // local group index
-  int64_t row_begin, row_end;
-  int64_t col_begin, col_end;
-};
-
 // Columns of B packed and multiplied at a time by an item of one m-tile (a
 // small group): the packed chunk stays in L2 instead of a whole k-slice of
 // B being packed past it and read back (as gmm v2's small items).
 constexpr int64_t kChunkCols = 128;
 
 void run_gmm_item(const GmmProblem& p, const Schedule& s, const Bf16Microkernel& uk,
-                  const Item& item) {
+                  const GroupItem& item) {
   const Operand rhs = p.rhs.group(item.group);
   const int64_t kc_max = slice_depth(s.tiles.k);
   const int64_t tm = s.tiles.m;
@@ -127,29 +118,15 @@ bool bf16_dot_fits(const GmmProblem& p) {
 bool bf16_dot_fits(const TgmmProblem& p) { return plain_bf16(p.lhs) && plain_bf16(p.dout); }
 
 void bf16_gmm(const GmmProblem& p, const Schedule& s, const Bf16Microkernel& uk) {
-  // Rows no local group covers are zero.
-  const int64_t first = p.starts[p.group_offset];
-  const int64_t last = p.starts[p.group_offset + p.local_groups];
-  std::fill(p.out, p.out + first * p.n, 0.0f);
-  std::fill(p.out + last * p.n, p.out + p.m * p.n, 0.0f);
+  zero_uncovered_rows(p.starts, p.group_offset, p.local_groups, p.m, p.out,
+                      p.n * static_cast<int64_t>(sizeof(float)));
   Schedule schedule = s;
-  schedule.tiles.m = std::max<int64_t>(uk.mr, s.tiles.m / uk.mr * uk.mr);
-  schedule.tiles.n = std::max<int64_t>(uk.nr, s.tiles.n / uk.nr * uk.nr);
-  const int64_t rows_per_item = schedule.tiles.m * kRowTilesPerItem;
-  std::vector<Item> items;
-  std::vector<int64_t> costs;
-  for (int64_t g = 0; g < p.local_groups; ++g) {
-    const int64_t begin = p.starts[p.group_offset + g];
-    const int64_t end = p.starts[p.group_offset + g + 1];
-    for (int64_t r = begin; r < end; r += rows_per_item) {
-      for (int64_t c = 0; c < p.n; c += schedule.tiles.n) {
-        Item item{g, r, std::min(end, r + rows_per_item), c, std::min(p.n, c + schedule.tiles.n)};
-        items.push_back(item);
-        // The B slice is packed whatever the rows: a few rows still cost it.
-        costs.push_back((item.row_end - item.row_begin + 8) * (item.col_end - item.col_begin));
-      }
-    }
-  }
+  schedule.tiles.m = whole_panels(s.tiles.m, uk.mr);
+  schedule.tiles.n = whole_panels(s.tiles.n, uk.nr);
+  // The B slice is packed whatever the rows: a few rows still cost it.
+  const auto [items, costs] =
+      group_items(p.starts, p.group_offset, p.local_groups, schedule.tiles.m * kRowTilesPerItem,
+                  p.n, schedule.tiles.n, /*row_overhead=*/8);
   parallel_items(costs, s.threads, [&](int64_t i) { run_gmm_item(p, schedule, uk, items[i]); });
 }
 

@@ -8,8 +8,8 @@
 // order, so results do not depend on the thread count.
 #pragma once
 
-#include "kernels/bf16_microkernel.h"
 #include "kernels/gmm_kernel.h"
+#include "kernels/microkernel_registry.h"
 
 namespace raggemm::kernels {
 

@@ -1,10 +1,8 @@
 // The portable bf16 microkernel, the scalar twin of the AVX512_BF16 one (same
-// bits, for tests), and the run-time choice (contract in bf16_microkernel.h).
+// bits, for tests; contract in bf16_microkernel.h). The run-time choice is
+// the registry's (microkernel_registry.cc).
 #include "kernels/bf16_microkernel.h"
 
-#include <hwy/targets.h>
-
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -52,59 +50,10 @@ void scalar_run(int64_t kp, const uint16_t* a, const uint16_t* b, float* c, int6
   }
 }
 
-std::vector<Bf16Microkernel> detect() {
-  std::vector<Bf16Microkernel> kernels;
-  Bf16Microkernel kernel;
-  if (bf16_microkernel_avx512(&kernel)) kernels.push_back(kernel);
-  kernels.push_back(bf16_microkernel_scalar());
-  return kernels;
-}
-
-// -1: automatic; -2: forced widening; else an index into bf16_microkernels().
-constexpr int kAuto = -1;
-constexpr int kWiden = -2;
-std::atomic<int> forced_index{kAuto};
-
 }  // namespace
 
 Bf16Microkernel bf16_microkernel_scalar() {
   return Bf16Microkernel{kScalarMR, kScalarNR, "SCALAR", &scalar_run};
-}
-
-const std::vector<Bf16Microkernel>& bf16_microkernels() {
-  static const std::vector<Bf16Microkernel> kernels = detect();
-  return kernels;
-}
-
-const Bf16Microkernel* select_bf16_microkernel() {
-  const std::vector<Bf16Microkernel>& kernels = bf16_microkernels();
-  const int forced = forced_index.load(std::memory_order_relaxed);
-  if (forced == kWiden) return nullptr;
-  if (forced >= 0) return &kernels[static_cast<size_t>(forced)];
-  const bool avx512_allowed = (hwy::SupportedTargets() & (HWY_AVX3 | HWY_AVX3_DL)) != 0;
-  for (const Bf16Microkernel& kernel : kernels) {
-    if (std::strcmp(kernel.target, "AVX512_BF16") == 0 && avx512_allowed) return &kernel;
-  }
-  return nullptr;
-}
-
-bool force_bf16_microkernel(const std::string& target) {
-  if (target.empty() || target == "auto") {
-    forced_index.store(kAuto);
-    return true;
-  }
-  if (target == "WIDEN") {
-    forced_index.store(kWiden);
-    return true;
-  }
-  const std::vector<Bf16Microkernel>& kernels = bf16_microkernels();
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    if (target == kernels[i].target) {
-      forced_index.store(static_cast<int>(i));
-      return true;
-    }
-  }
-  return false;
 }
 
 }  // namespace raggemm::kernels

@@ -24,9 +24,8 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
-#include <vector>
 
+#include "kernels/dot_microkernel.h"
 #include "kernels/microkernel.h"
 
 namespace raggemm::kernels {
@@ -37,33 +36,13 @@ namespace raggemm::kernels {
 using Bf16MicrokernelFn = void (*)(int64_t kp, const uint16_t* a, const uint16_t* b, float* c,
                                    int64_t ldc, int rows, int cols, Store store);
 
-struct Bf16Microkernel {
-  int mr = 0;
-  int nr = 0;
-  const char* target = "";  // "AVX512_BF16", "SCALAR"
-  Bf16MicrokernelFn run = nullptr;
-};
+using Bf16Microkernel = DotMicrokernel<Bf16MicrokernelFn>;  // "AVX512_BF16", "SCALAR"
 
-// Every bf16 microkernel this CPU can run, fastest first (the portable
-// scalar twin, same bits, always last). Chosen by CPUID.
-const std::vector<Bf16Microkernel>& bf16_microkernels();
-
-// The kernel bf16 x bf16 passes run on, or null: they then widen bf16 to f32
-// and run the f32 microkernel (the path every other dtype takes). Null when
-// forced ("WIDEN"), or when no SIMD bf16 kernel may run: the CPU lacks
-// AVX512_BF16, or the Highway targets are forced below AVX3
-// (hwy::SetSupportedTargetsForTest, `--target AVX2`), which rules out every
-// AVX-512 family at once. The scalar twin runs only when forced.
-const Bf16Microkernel* select_bf16_microkernel();
-
-// Forces the bf16 microkernel named `target` ("AVX512_BF16", "SCALAR"), or
-// the widening path ("WIDEN"), for tests and benchmarks; "" or "auto" lifts
-// it. Returns false (and changes nothing) when this CPU cannot run it.
-bool force_bf16_microkernel(const std::string& target);
-
-// The AVX512_BF16 kernel (bf16_microkernel_x86.cc): false when the CPU or the
-// compiler lacks the instructions.
-bool bf16_microkernel_avx512(Bf16Microkernel* kernel);
+// The kernels, registered with the CPU features they need in
+// microkernel_registry.cc (which chooses, forces and lists them): the
+// AVX512_BF16 one (bf16_microkernel_x86.cc; run is null when the compiler
+// lacks the instructions) and the portable scalar twin (same bits).
+Bf16Microkernel bf16_microkernel_avx512();
 Bf16Microkernel bf16_microkernel_scalar();
 
 }  // namespace raggemm::kernels

@@ -1,6 +1,7 @@
 // The AVX512_BF16 microkernel (contract in bf16_microkernel.h), compiled for
-// its instruction set with a target attribute and chosen by CPUID, so the
-// library itself keeps the baseline ISA. 12 x 32 register tile: each
+// its instruction set with a target attribute and registered (with the CPU
+// features it needs) in microkernel_registry.cc, so the library itself keeps
+// the baseline ISA. 12 x 32 register tile: each
 // vdpbf16ps does 16 lanes x 2 products (twice the MACs of an f32 FMA of the
 // same width); 24 of 32 zmm hold accumulators, two hold the B pair-vectors.
 #include "kernels/bf16_microkernel.h"
@@ -12,6 +13,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+
+#include "kernels/avx512_tile_store.h"
 #define RAGGEMM_BF16_X86 1
 #endif
 
@@ -65,49 +68,26 @@ RAGGEMM_AVX512BF16 void tile(int64_t kp, const uint16_t* a, const uint16_t* b, f
     return;
   }
   const bool accumulate = store == Store::kAccumulate;
-  const int cols0 = cols < 16 ? cols : 16;
-  const int cols1 = cols - cols0;
-  const __mmask16 mask0 = static_cast<__mmask16>((1u << cols0) - 1u);
-  const __mmask16 mask1 = static_cast<__mmask16>((1u << cols1) - 1u);
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
-    float* row = c + i * ldc;
-    __m512 v0 = acc0[i], v1 = acc1[i];
-    if (accumulate) {
-      v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(mask0, row));
-      v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(mask1, row + 16));
-    }
-    _mm512_mask_storeu_ps(row, mask0, v0);
-    _mm512_mask_storeu_ps(row + 16, mask1, v1);
+    avx512_tile::store_row(c + i * ldc, acc0[i], acc1[i], cols, accumulate);
   }
-}
-
-template <int... R>
-constexpr auto table(std::integer_sequence<int, R...>) {
-  using Fn = void (*)(int64_t, const uint16_t*, const uint16_t*, float*, int64_t, int, Store);
-  return std::array<Fn, sizeof...(R)>{&tile<R + 1>...};
 }
 
 void run(int64_t kp, const uint16_t* a, const uint16_t* b, float* c, int64_t ldc, int rows,
          int cols, Store store) {
-  static constexpr auto kByRows = table(std::make_integer_sequence<int, kMR>{});
+  static constexpr auto kByRows =
+      avx512_tile::by_rows<kMR>([](auto rows) { return &tile<decltype(rows)::value>; });
   kByRows[rows - 1](kp, a, b, c, ldc, cols, store);
 }
 
 }  // namespace
 
-bool bf16_microkernel_avx512(Bf16Microkernel* kernel) {
-  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-      !__builtin_cpu_supports("avx512bf16")) {
-    return false;
-  }
-  *kernel = Bf16Microkernel{kMR, kNR, "AVX512_BF16", &run};
-  return true;
-}
+Bf16Microkernel bf16_microkernel_avx512() { return Bf16Microkernel{kMR, kNR, "AVX512_BF16", &run}; }
 
 #else  // not x86 with GCC/Clang: only the scalar twin
 
-bool bf16_microkernel_avx512(Bf16Microkernel*) { return false; }
+Bf16Microkernel bf16_microkernel_avx512() { return Bf16Microkernel{0, 0, "AVX512_BF16", nullptr}; }
 
 #endif
 

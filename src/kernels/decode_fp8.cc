@@ -4,7 +4,8 @@
 #include <cstring>
 #include <string>
 
-#include "kernels/simd_family.h"
+#include "kernels/cpu_features.h"
+#include "kernels/microkernel_registry.h"
 #include "raggemm/error.h"
 #include "raggemm/fp8.h"
 
@@ -184,7 +185,7 @@ struct Chosen {
 };
 
 // Level 2: AVX-512, 1: AVX2, 0: portable; each only where the CPU has it.
-Chosen implementations(int level) {
+constexpr Chosen implementations(int level) {
 #ifdef RAGGEMM_FP8_X86
   if (level == 2) {
     return {{&avx512_span<false>, &avx512_span<true>},
@@ -201,13 +202,9 @@ Chosen implementations(int level) {
 }
 
 int cpu_level() {
-#ifdef RAGGEMM_FP8_X86
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl")) {
-    return 2;
-  }
-  if (__builtin_cpu_supports("avx2")) return 1;
-#endif
+  const CpuFeatures& cpu = cpu_features();
+  if (cpu.avx512()) return 2;
+  if (cpu.avx2) return 1;
   return 0;
 }
 
@@ -217,12 +214,17 @@ int format_index(DType dtype) {
   fail("dtype", dtype_name(dtype), "not an fp8 type (expected fp8_e4m3 or fp8_e5m2)");
 }
 
-// The CPU's best, lowered to what the f32 dispatch may use now.
-const Chosen& chosen() {
-  static const int kCpu = cpu_level();
-  static const Chosen kChosen = implementations(std::min(kCpu, simd_family_allowed()));
-  return kChosen;
-}
+// The CPU's best, lowered to what the f32 dispatch may use now: asked on
+// every call (the three sets are built once), so a Highway target forced
+// after the first decode is followed.
+// (Tables and the CPU's level are set before main, so a call costs no
+// guard: this runs once per decoded row.)
+constexpr Chosen kByLevel[3] = {implementations(0), implementations(1), implementations(2)};
+const int kCpuLevel = cpu_level();
+
+int level_now() { return std::min(kCpuLevel, static_cast<int>(highway_family())); }
+
+const Chosen& chosen() { return kByLevel[level_now()]; }
 
 }  // namespace
 
@@ -236,6 +238,11 @@ void decode_fp8_panels(DType dtype, const uint8_t* src, int64_t cols, int nr,
   chosen().panels[format_index(dtype)](src, cols, nr, panel_stride, scale, col_scales, dst);
 }
 
+const char* decode_fp8_implementation() {
+  static const char* const kNames[3] = {"SCALAR", "AVX2", "AVX512"};
+  return kNames[level_now()];
+}
+
 bool decode_fp8_span_on(const char* isa, DType dtype, const uint8_t* src, int64_t count,
                         float scale, const float* col_scales, float* out) {
   const std::string name = isa;
@@ -245,12 +252,11 @@ bool decode_fp8_span_on(const char* isa, DType dtype, const uint8_t* src, int64_
     return true;
   }
 #ifdef RAGGEMM_FP8_X86
-  if (name == "AVX512" && __builtin_cpu_supports("avx512f") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
+  if (name == "AVX512" && cpu_features().avx512()) {
     (e5m2 ? &avx512_span<true> : &avx512_span<false>)(src, count, scale, col_scales, out);
     return true;
   }
-  if (name == "AVX2" && __builtin_cpu_supports("avx2")) {
+  if (name == "AVX2" && cpu_features().avx2) {
     (e5m2 ? &avx2_span<true> : &avx2_span<false>)(src, count, scale, col_scales, out);
     return true;
   }

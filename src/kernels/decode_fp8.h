@@ -24,6 +24,10 @@ void decode_fp8_span(DType dtype, const uint8_t* src, int64_t count, float scale
 void decode_fp8_panels(DType dtype, const uint8_t* src, int64_t cols, int nr,
                        int64_t panel_stride, float scale, const float* col_scales, float* dst);
 
+// The implementation decode_fp8_span and _panels run on now ("AVX512",
+// "AVX2", "SCALAR"): the CPU's best that the Highway dispatch allows now.
+const char* decode_fp8_implementation();
+
 // One implementation by name ("AVX512", "AVX2", "SCALAR"), for tests; false
 // when this CPU or build lacks it.
 bool decode_fp8_span_on(const char* isa, DType dtype, const uint8_t* src, int64_t count,

@@ -9,6 +9,7 @@
 #include "kernels/bf16_gmm.h"
 #include "kernels/epilogue.h"
 #include "kernels/gmm_kernel.h"
+#include "kernels/group_items.h"
 #include "kernels/machine_model.h"
 #include "kernels/macro_kernel.h"
 #include "kernels/pack.h"
@@ -17,28 +18,6 @@
 
 namespace raggemm::kernels {
 namespace {
-
-constexpr int64_t kRowTilesPerItem = 4;
-
-struct Item {
-  int64_t group;  // local group index
-  int64_t row_begin, row_end;
-  int64_t col_begin, col_end;  // output columns
-};
-
-void zero_rows(const GmmProblem& p, int64_t begin, int64_t end) {
-  if (end > begin) {
-    std::memset(p.out + begin * p.out_cols(), 0, sizeof(float) * (end - begin) * p.out_cols());
-  }
-}
-
-// Zero-fills every output row that no local group covers.
-void zero_uncovered_rows(const GmmProblem& p) {
-  const int64_t first = p.starts[p.group_offset];
-  const int64_t last = p.starts[p.group_offset + p.local_groups];
-  zero_rows(p, 0, first);
-  zero_rows(p, last, p.m);
-}
 
 // Columns of B packed and multiplied at a time (a small group's item, and
 // the first m-tile of a larger one): the packed chunk (kc x cols) takes an
@@ -100,7 +79,7 @@ int64_t staging_ld(int64_t width) { return rows_alias(width) ? width + 16 : widt
 // whole-block path below packs B in one memory-bound burst, then computes:
 // at 128 groups of 32 rows the two halves took 18 ms each, back to back.)
 void run_small_item(const GmmProblem& p, const Schedule& s, const Microkernel& uk,
-                    int64_t chunk_cols, const Item& item) {
+                    int64_t chunk_cols, const GroupItem& item) {
   const Tiles& t = s.tiles;
   const Operand rhs = p.rhs.group(item.group);
   const int64_t rows = item.row_end - item.row_begin;
@@ -147,7 +126,7 @@ void run_small_item(const GmmProblem& p, const Schedule& s, const Microkernel& u
 }
 
 void run_item(const GmmProblem& p, const Schedule& s, const Microkernel& uk, int64_t chunk_cols,
-              const Item& item) {
+              const GroupItem& item) {
   if (!p.epilogue.swiglu && item.row_end - item.row_begin <= s.tiles.m &&
       item.col_end - item.col_begin > chunk_cols) {
     run_small_item(p, s, uk, chunk_cols, item);
@@ -232,24 +211,13 @@ void gmm_v2(const GmmProblem& p, const Schedule& s) {
       return;
     }
   }
-  zero_uncovered_rows(p);
+  zero_uncovered_rows(p.starts, p.group_offset, p.local_groups, p.m, p.out,
+                      p.out_cols() * static_cast<int64_t>(sizeof(float)));
   const Microkernel uk = select_microkernel();
   const int64_t chunk_cols = b_chunk_cols(this_machine_model(s.threads).caches.l2, s.tiles.k, uk.nr);
-  const int64_t out_cols = p.out_cols();
-  const int64_t rows_per_item = s.tiles.m * kRowTilesPerItem;
-  std::vector<Item> items;
-  std::vector<int64_t> costs;
-  for (int64_t g = 0; g < p.local_groups; ++g) {
-    const int64_t begin = p.starts[p.group_offset + g];
-    const int64_t end = p.starts[p.group_offset + g + 1];
-    for (int64_t r = begin; r < end; r += rows_per_item) {
-      for (int64_t c = 0; c < out_cols; c += s.tiles.n) {
-        Item item{g, r, std::min(end, r + rows_per_item), c, std::min(out_cols, c + s.tiles.n)};
-        items.push_back(item);
-        costs.push_back((item.row_end - item.row_begin) * (item.col_end - item.col_begin));
-      }
-    }
-  }
+  const auto [items, costs] = group_items(p.starts, p.group_offset, p.local_groups,
+                                          s.tiles.m * kRowTilesPerItem, p.out_cols(), s.tiles.n,
+                                          /*row_overhead=*/0);
   parallel_items(costs, s.threads, [&](int64_t i) { run_item(p, s, uk, chunk_cols, items[i]); });
 }
 

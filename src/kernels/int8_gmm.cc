@@ -1,5 +1,6 @@
 // Driver of the int8 forward gmm (int8_gmm.h): group-aligned work items
-// (group, up to kRowTilesPerItem m-tiles, n-tile) like gmm v2. An item packs
+// (group, up to kRowTilesPerItem m-tiles, n-tile) and per-thread buffers
+// shared with gmm v2 (group_items.h, workspace.h). An item packs
 // its whole B tile (K x tn codes, in k-quads) once with the column sums the
 // biased-A kernels need, then for each m-tile packs A and runs the
 // microkernel over k-slices into an i32 tile, and finally applies
@@ -8,58 +9,24 @@
 
 #include <algorithm>
 #include <cstring>
-#include <memory>
 #include <vector>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
+#include "kernels/group_items.h"
 #include "kernels/parallel.h"
+#include "kernels/workspace.h"
 
 namespace raggemm::kernels {
 namespace {
-
-constexpr int64_t kRowTilesPerItem = 4;
-
-struct Item {
-  int64_t group;  // local
-  int64_t row_begin, row_end;
-  int64_t col_begin, col_end;
-};
-
-// 64-byte aligned per-thread buffers, grown on demand.
-struct Buffer {
-  struct Free {
-    void operator()(void* p) const { std::free(p); }
-  };
-  std::unique_ptr<void, Free> data;
-  size_t bytes = 0;
-  template <class T>
-  T* get(int64_t count) {
-    const size_t need = (static_cast<size_t>(count) * sizeof(T) + 63) / 64 * 64;
-    if (need > bytes) {
-      data.reset(std::aligned_alloc(64, need));
-      bytes = need;
-    }
-    return static_cast<T*>(data.get());
-  }
-};
-
-struct ThreadBuffers {
-  Buffer packed_a, packed_b, acc, column_sums, ones;
-};
-
-ThreadBuffers& thread_buffers() {
-  static thread_local ThreadBuffers buffers;
-  return buffers;
-}
 
 int64_t quads(int64_t k) { return (k + 3) / 4; }
 
 // Tile n rounded to whole micro-panels so only the last panel is ragged.
 int64_t tile_columns(const Schedule& s, const Int8Microkernel& uk) {
-  return std::max<int64_t>(uk.nr, s.tiles.n / uk.nr * uk.nr);
+  return whole_panels(s.tiles.n, uk.nr);
 }
 
 // out[j * 4 + t] = rows[t][j] for j below a multiple of 16 of `cols`, with
@@ -194,8 +161,7 @@ void pack_a_int16(const int8_t* a, int64_t k, int64_t r0, int64_t rows, int mr, 
 }
 
 void run_item(const Int8GmmProblem& p, const Schedule& s, const Int8Microkernel& uk,
-              const Item& item) {
-  ThreadBuffers& buffers = thread_buffers();
+              const GroupItem& item) {
   const int64_t kq = quads(p.k);
   const int64_t tm = s.tiles.m;
   const int64_t tn = std::min(item.col_end - item.col_begin, tile_columns(s, uk));
@@ -206,17 +172,17 @@ void run_item(const Int8GmmProblem& p, const Schedule& s, const Int8Microkernel&
   // A for all of the item's rows, packed once and reused for every n-tile.
   const int64_t a_code_bytes = uk.a_int16 ? 2 : 1;
   uint8_t* packed_a =
-      buffers.packed_a.get<uint8_t>(a_panels_item * kq * uk.mr * 4 * a_code_bytes);
+      workspace_as<uint8_t>(Slot::kPackedA, a_panels_item * kq * uk.mr * 4 * a_code_bytes);
   if (uk.a_int16) {
     pack_a_int16(p.lhs, p.k, item.row_begin, item_rows, uk.mr, reinterpret_cast<int16_t*>(packed_a));
   } else {
     pack_a(p.lhs, p.k, item.row_begin, item_rows, uk.mr, uk.biased_a, packed_a);
   }
-  int8_t* packed_b = buffers.packed_b.get<int8_t>(b_panels_max * kq * uk.nr * 4);
-  int32_t* column_sums = buffers.column_sums.get<int32_t>(3 * b_panels_max * uk.nr);
+  int8_t* packed_b = workspace_as<int8_t>(Slot::kPackedB, b_panels_max * kq * uk.nr * 4);
+  int32_t* column_sums = workspace_as<int32_t>(Slot::kColumnSums, 3 * b_panels_max * uk.nr);
   int32_t* correction = column_sums + b_panels_max * uk.nr;
   float* col_scales = reinterpret_cast<float*>(correction + b_panels_max * uk.nr);
-  int32_t* acc = buffers.acc.get<int32_t>(std::min(tm, item_rows) * tn);
+  int32_t* acc = workspace_as<int32_t>(Slot::kAccumulator, std::min(tm, item_rows) * tn);
   const int8_t* rhs = p.rhs + item.group * p.rhs_group_stride;
   const float* group_col_scale = p.col_scale + item.group * p.col_scale_group_stride;
 
@@ -225,7 +191,7 @@ void run_item(const Int8GmmProblem& p, const Schedule& s, const Int8Microkernel&
     const int64_t b_panels = (width + uk.nr - 1) / uk.nr;
     pack_b(rhs, p.k, p.n, c0, width, uk.nr, packed_b);
     if (uk.biased_a && kq > 0) {
-      column_sums_of(uk, packed_b, kq, b_panels, buffers.ones.get<uint8_t>(kq * uk.mr * 4),
+      column_sums_of(uk, packed_b, kq, b_panels, workspace_as<uint8_t>(Slot::kLine, kq * uk.mr * 4),
                      column_sums);
     }
     for (int64_t j = 0; j < width; ++j) {
@@ -271,37 +237,21 @@ bool int8_gmm_available() { return std::string(select_int8_microkernel().target)
 
 void int8_gmm(const Int8GmmProblem& p, const Schedule& s, const Int8Microkernel* kernel) {
   const Int8Microkernel& uk = kernel ? *kernel : select_int8_microkernel();
-  // Rows that no local group covers are zero.
-  const int64_t first = p.starts[p.group_offset];
-  const int64_t last = p.starts[p.group_offset + p.local_groups];
-  std::fill(p.out, p.out + first * p.n, 0.0f);
-  std::fill(p.out + last * p.n, p.out + p.m * p.n, 0.0f);
+  zero_uncovered_rows(p.starts, p.group_offset, p.local_groups, p.m, p.out,
+                      p.n * static_cast<int64_t>(sizeof(float)));
   // Items: (group, up to kRowTilesPerItem m-tiles of its rows), over all
   // columns, so each item packs its A rows once. When that gives too few
   // items to keep the threads busy, columns are split into n-tiles as well.
   Schedule schedule = s;
-  schedule.tiles.m = std::max<int64_t>(uk.mr, s.tiles.m / uk.mr * uk.mr);
+  schedule.tiles.m = whole_panels(s.tiles.m, uk.mr);
   const int64_t rows_per_item = schedule.tiles.m * kRowTilesPerItem;
-  int64_t row_items = 0;
-  for (int64_t g = 0; g < p.local_groups; ++g) {
-    const int64_t rows = p.starts[p.group_offset + g + 1] - p.starts[p.group_offset + g];
-    row_items += (rows + rows_per_item - 1) / rows_per_item;
-  }
+  const int64_t row_items =
+      group_row_ranges(p.starts, p.group_offset, p.local_groups, rows_per_item);
   const int64_t col_step =
       row_items >= 4 * static_cast<int64_t>(s.threads) ? p.n : tile_columns(schedule, uk);
-  std::vector<Item> items;
-  std::vector<int64_t> costs;
-  for (int64_t g = 0; g < p.local_groups; ++g) {
-    const int64_t begin = p.starts[p.group_offset + g];
-    const int64_t end = p.starts[p.group_offset + g + 1];
-    for (int64_t r0 = begin; r0 < end; r0 += rows_per_item) {
-      for (int64_t c0 = 0; c0 < p.n; c0 += std::max<int64_t>(col_step, 1)) {
-        Item item{g, r0, std::min(end, r0 + rows_per_item), c0, std::min(p.n, c0 + col_step)};
-        items.push_back(item);
-        costs.push_back((item.row_end - item.row_begin + 8) * (item.col_end - item.col_begin));
-      }
-    }
-  }
+  // The B tile is packed whatever the rows: a few rows still cost it.
+  const auto [items, costs] = group_items(p.starts, p.group_offset, p.local_groups, rows_per_item,
+                                          p.n, col_step, /*row_overhead=*/8);
   parallel_items(costs, s.threads, [&](int64_t i) { run_item(p, schedule, uk, items[i]); });
 }
 

@@ -13,7 +13,7 @@
 #include <cstdint>
 
 #include "kernels/gmm_kernel.h"
-#include "kernels/int8_microkernel.h"
+#include "kernels/microkernel_registry.h"
 
 namespace raggemm::kernels {
 

@@ -20,44 +20,27 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
-#include <vector>
+
+#include "kernels/dot_microkernel.h"
 
 namespace raggemm::kernels {
 
 using Int8MicrokernelFn = void (*)(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c,
                                    int64_t ldc, int rows, int cols, bool accumulate);
 
-struct Int8Microkernel {
-  int mr = 0;
-  int nr = 0;
-  bool biased_a = false;
-  const char* target = "";  // "AVX512_VNNI", "AVX_VNNI", "AVX2", "SCALAR"
-  Int8MicrokernelFn run = nullptr;
-  bool a_int16 = false;  // A panel holds int16 codes (2 bytes each), see above
+// target: "AVX512_VNNI", "AVX_VNNI", "AVX2", "SCALAR".
+struct Int8Microkernel : DotMicrokernel<Int8MicrokernelFn> {
+  bool biased_a = false;  // A panel holds codes + 128, see above
+  bool a_int16 = false;   // A panel holds int16 codes (2 bytes each), see above
 };
 
-// Every int8 microkernel this CPU can run, fastest first (the portable
-// scalar one always last). Chosen by CPUID.
-const std::vector<Int8Microkernel>& int8_microkernels();
-
-// The one that runs: the forced one if any (force_int8_microkernel), else
-// the fastest whose ISA the f32 dispatch may also use now: a Highway target
-// forced down to AVX2 (hwy::SetSupportedTargetsForTest, `--target AVX2`)
-// rules out AVX512_VNNI too, so "the AVX2 target forced" means both
-// kernels' families at once.
-const Int8Microkernel& select_int8_microkernel();
-
-// Forces the int8 microkernel named `target` ("AVX512_VNNI", "AVX_VNNI",
-// "AVX2", "SCALAR") for benchmarks and tests; "" or "auto" lifts it.
-// Returns false (and changes nothing) when this CPU cannot run it.
-bool force_int8_microkernel(const std::string& target);
-
-// Per-ISA kernels (int8_microkernel_x86.cc); each returns false when the CPU
-// or the compiler lacks the instructions.
-bool int8_microkernel_avx512_vnni(Int8Microkernel* kernel);
-bool int8_microkernel_avx_vnni(Int8Microkernel* kernel);
-bool int8_microkernel_avx2(Int8Microkernel* kernel);
+// The kernels, registered with the CPU features they need in
+// microkernel_registry.cc (which chooses, forces and lists them). The x86
+// ones (int8_microkernel_x86.cc) have a null run when the compiler lacks the
+// instructions.
+Int8Microkernel int8_microkernel_avx512_vnni();
+Int8Microkernel int8_microkernel_avx_vnni();
+Int8Microkernel int8_microkernel_avx2();
 Int8Microkernel int8_microkernel_scalar();
 
 }  // namespace raggemm::kernels

@@ -1,6 +1,7 @@
 // x86 int8 microkernels (contract in int8_microkernel.h), each compiled for
-// its instruction set with a target attribute and chosen by CPUID, so the
-// library itself keeps the baseline ISA:
+// its instruction set with a target attribute and registered (with the CPU
+// features it needs) in microkernel_registry.cc, so the library itself
+// keeps the baseline ISA:
 //  - AVX512-VNNI: 12 x 32, vpdpbusd (u8 x s8, 4 products per i32 lane, 64
 //    MACs an instruction) on biased A; 24 of 32 zmm hold accumulators.
 //  - AVX-VNNI: 6 x 16, the same on ymm; 12 of 16 ymm hold accumulators.
@@ -13,8 +14,9 @@
 #include "kernels/int8_microkernel.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <cpuid.h>
 #include <immintrin.h>
+
+#include "kernels/avx512_tile_store.h"
 #define RAGGEMM_INT8_X86 1
 #endif
 
@@ -54,32 +56,16 @@ RAGGEMM_VNNI512 void vnni512_tile(int64_t kq, const uint8_t* a, const int8_t* b,
       acc1[i] = _mm512_dpbusd_epi32(acc1[i], ai, b1);
     }
   }
-  const int cols0 = cols < 16 ? cols : 16;
-  const int cols1 = cols - cols0;
-  const __mmask16 mask0 = static_cast<__mmask16>((1u << cols0) - 1u);
-  const __mmask16 mask1 = static_cast<__mmask16>((1u << cols1) - 1u);
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
-    int32_t* row = c + i * ldc;
-    __m512i v0 = acc0[i], v1 = acc1[i];
-    if (accumulate) {
-      v0 = _mm512_add_epi32(v0, _mm512_maskz_loadu_epi32(mask0, row));
-      v1 = _mm512_add_epi32(v1, _mm512_maskz_loadu_epi32(mask1, row + 16));
-    }
-    _mm512_mask_storeu_epi32(row, mask0, v0);
-    _mm512_mask_storeu_epi32(row + 16, mask1, v1);
+    avx512_tile::store_row(c + i * ldc, acc0[i], acc1[i], cols, accumulate);
   }
-}
-
-template <int... R>
-constexpr auto vnni512_table(std::integer_sequence<int, R...>) {
-  using Fn = void (*)(int64_t, const uint8_t*, const int8_t*, int32_t*, int64_t, int, bool);
-  return std::array<Fn, sizeof...(R)>{&vnni512_tile<R + 1>...};
 }
 
 void vnni512_run(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c, int64_t ldc, int rows,
                  int cols, bool accumulate) {
-  static constexpr auto kByRows = vnni512_table(std::make_integer_sequence<int, kVnni512MR>{});
+  static constexpr auto kByRows = avx512_tile::by_rows<kVnni512MR>(
+      [](auto rows) { return &vnni512_tile<decltype(rows)::value>; });
   kByRows[rows - 1](kq, a, b, c, ldc, cols, accumulate);
 }
 
@@ -134,15 +120,10 @@ RAGGEMM_AVXVNNI void avx_vnni_tile(int64_t kq, const uint8_t* a, const int8_t* b
   }
 }
 
-template <int... R>
-constexpr auto avx_vnni_table(std::integer_sequence<int, R...>) {
-  using Fn = void (*)(int64_t, const uint8_t*, const int8_t*, int32_t*, int64_t, int, bool);
-  return std::array<Fn, sizeof...(R)>{&avx_vnni_tile<R + 1>...};
-}
-
 void avx_vnni_run(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c, int64_t ldc, int rows,
                   int cols, bool accumulate) {
-  static constexpr auto kByRows = avx_vnni_table(std::make_integer_sequence<int, kAvxVnniMR>{});
+  static constexpr auto kByRows = avx512_tile::by_rows<kAvxVnniMR>(
+      [](auto rows) { return &avx_vnni_tile<decltype(rows)::value>; });
   kByRows[rows - 1](kq, a, b, c, ldc, cols, accumulate);
 }
 
@@ -213,55 +194,34 @@ RAGGEMM_AVX2 void avx2_tile(int64_t kq, const uint8_t* a, const int8_t* b, int32
   }
 }
 
-template <int... R>
-constexpr auto avx2_table(std::integer_sequence<int, R...>) {
-  using Fn = void (*)(int64_t, const uint8_t*, const int8_t*, int32_t*, int64_t, int, bool);
-  return std::array<Fn, sizeof...(R)>{&avx2_tile<R + 1>...};
-}
-
 void avx2_run(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c, int64_t ldc, int rows,
               int cols, bool accumulate) {
-  static constexpr auto kByRows = avx2_table(std::make_integer_sequence<int, kAvx2MR>{});
+  static constexpr auto kByRows =
+      avx512_tile::by_rows<kAvx2MR>([](auto rows) { return &avx2_tile<decltype(rows)::value>; });
   kByRows[rows - 1](kq, a, b, c, ldc, cols, accumulate);
-}
-
-// CPUID leaf 7, sub-leaf 1, EAX bit 4 (not every compiler's
-// __builtin_cpu_supports knows "avxvnni").
-bool cpu_has_avx_vnni() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) return false;
-  return (eax >> 4) & 1u;
 }
 
 }  // namespace
 
-bool int8_microkernel_avx512_vnni(Int8Microkernel* kernel) {
-  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-      !__builtin_cpu_supports("avx512vnni")) {
-    return false;
-  }
-  *kernel = Int8Microkernel{kVnni512MR, kVnni512NR, /*biased_a=*/true, "AVX512_VNNI", &vnni512_run};
-  return true;
+Int8Microkernel int8_microkernel_avx512_vnni() {
+  return Int8Microkernel{{kVnni512MR, kVnni512NR, "AVX512_VNNI", &vnni512_run}, /*biased_a=*/true};
 }
 
-bool int8_microkernel_avx_vnni(Int8Microkernel* kernel) {
-  if (!__builtin_cpu_supports("avx2") || !cpu_has_avx_vnni()) return false;
-  *kernel = Int8Microkernel{kAvxVnniMR, kAvxVnniNR, /*biased_a=*/true, "AVX_VNNI", &avx_vnni_run};
-  return true;
+Int8Microkernel int8_microkernel_avx_vnni() {
+  return Int8Microkernel{{kAvxVnniMR, kAvxVnniNR, "AVX_VNNI", &avx_vnni_run}, /*biased_a=*/true};
 }
 
-bool int8_microkernel_avx2(Int8Microkernel* kernel) {
-  if (!__builtin_cpu_supports("avx2")) return false;
-  *kernel = Int8Microkernel{kAvx2MR, kAvx2NR, /*biased_a=*/false, "AVX2", &avx2_run,
-                            /*a_int16=*/true};
-  return true;
+Int8Microkernel int8_microkernel_avx2() {
+  return Int8Microkernel{{kAvx2MR, kAvx2NR, "AVX2", &avx2_run},
+                         /*biased_a=*/false,
+                         /*a_int16=*/true};
 }
 
 #else  // not x86 with GCC/Clang: only the scalar kernel
 
-bool int8_microkernel_avx512_vnni(Int8Microkernel*) { return false; }
-bool int8_microkernel_avx_vnni(Int8Microkernel*) { return false; }
-bool int8_microkernel_avx2(Int8Microkernel*) { return false; }
+Int8Microkernel int8_microkernel_avx512_vnni() { return {{0, 0, "AVX512_VNNI", nullptr}}; }
+Int8Microkernel int8_microkernel_avx_vnni() { return {{0, 0, "AVX_VNNI", nullptr}}; }
+Int8Microkernel int8_microkernel_avx2() { return {{0, 0, "AVX2", nullptr}}; }
 
 #endif
 

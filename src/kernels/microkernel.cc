@@ -119,6 +119,10 @@ Microkernel Describe() {
   return kernel;
 }
 
+// The target this copy was compiled for: dispatched, it says which target
+// Highway's dispatch runs on now (forced targets included).
+int64_t Target() { return HWY_TARGET; }
+
 }  // namespace HWY_NAMESPACE
 }  // namespace raggemm::kernels
 HWY_AFTER_NAMESPACE();
@@ -127,8 +131,43 @@ HWY_AFTER_NAMESPACE();
 namespace raggemm::kernels {
 
 HWY_EXPORT(Describe);
+HWY_EXPORT(Target);
 
 Microkernel select_microkernel() { return HWY_DYNAMIC_DISPATCH(Describe)(); }
+
+int64_t dispatched_target() { return HWY_DYNAMIC_DISPATCH(Target)(); }
+
+// Each compiled copy's description, called only for targets the CPU has
+// (the copy is compiled for its target's instructions).
+Microkernel microkernel_of_target(int64_t target) {
+#define RAGGEMM_DESCRIBE_TARGET(TARGET, NS) \
+  if ((HWY_TARGETS & TARGET) && target == TARGET) return NS::Describe();
+#if HWY_TARGETS & HWY_AVX3_DL
+  RAGGEMM_DESCRIBE_TARGET(HWY_AVX3_DL, N_AVX3_DL)
+#endif
+#if HWY_TARGETS & HWY_AVX3
+  RAGGEMM_DESCRIBE_TARGET(HWY_AVX3, N_AVX3)
+#endif
+#if HWY_TARGETS & HWY_AVX2
+  RAGGEMM_DESCRIBE_TARGET(HWY_AVX2, N_AVX2)
+#endif
+#if HWY_TARGETS & HWY_SSE4
+  RAGGEMM_DESCRIBE_TARGET(HWY_SSE4, N_SSE4)
+#endif
+#if HWY_TARGETS & HWY_SSSE3
+  RAGGEMM_DESCRIBE_TARGET(HWY_SSSE3, N_SSSE3)
+#endif
+#if HWY_TARGETS & HWY_EMU128
+  RAGGEMM_DESCRIBE_TARGET(HWY_EMU128, N_EMU128)
+#endif
+#if HWY_TARGETS & HWY_SCALAR
+  RAGGEMM_DESCRIBE_TARGET(HWY_SCALAR, N_SCALAR)
+#endif
+#undef RAGGEMM_DESCRIBE_TARGET
+  return Microkernel{};
+}
+
+int64_t compiled_targets() { return HWY_TARGETS; }
 
 int64_t microkernel_targets() { return HWY_TARGETS & hwy::SupportedTargets(); }
 

@@ -54,11 +54,19 @@ struct Microkernel {
 };
 
 // The microkernel for the best target this CPU supports (honouring
-// hwy::SetSupportedTargetsForTest, so tests can force each target).
+// hwy::SetSupportedTargetsForTest, so tests can force each target). The
+// registry of every compute type's kernels: microkernel_registry.h.
 Microkernel select_microkernel();
 
 // Bitmask of Highway targets compiled in and supported here (for tests).
 int64_t microkernel_targets();
 const char* target_name(int64_t target);
+
+// For the registry: the Highway target the dispatch runs on now, the
+// targets compiled in, and the description of one compiled target's kernel
+// (call it only for a target the CPU supports; run == null if not compiled).
+int64_t dispatched_target();
+int64_t compiled_targets();
+Microkernel microkernel_of_target(int64_t target);
 
 }  // namespace raggemm::kernels

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/bf16_microkernel.h"
+#include "kernels/microkernel_registry.h"
 #include "raggemm/dtype.h"
 #include "support/gmm_case.h"
 

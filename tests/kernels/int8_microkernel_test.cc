@@ -3,13 +3,13 @@
 // kernel must give the exact integer sum there. -128 x -128 is the case a
 // vpmaddubsw scheme gets wrong (its sign trick negates -128 to -128, and a
 // pair of 128 * 128 products saturates at 2^15 - 1).
-#include "kernels/int8_microkernel.h"
-
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
 #include <vector>
+
+#include "kernels/microkernel_registry.h"
 
 namespace raggemm::kernels {
 namespace {

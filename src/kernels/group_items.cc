@@ -1,0 +1,47 @@
+#include "kernels/group_items.h"
+
+#include <cstring>
+
+namespace raggemm::kernels {
+
+GroupItems group_items(const int64_t* starts, int64_t group_offset, int64_t local_groups,
+                       int64_t rows_per_item, int64_t cols, int64_t col_step,
+                       int64_t row_overhead) {
+  GroupItems out;
+  const int64_t step = std::max<int64_t>(col_step, 1);
+  for (int64_t g = 0; g < local_groups; ++g) {
+    const int64_t begin = starts[group_offset + g];
+    const int64_t end = starts[group_offset + g + 1];
+    for (int64_t r = begin; r < end; r += rows_per_item) {
+      for (int64_t c = 0; c < cols; c += step) {
+        const GroupItem item{g, r, std::min(end, r + rows_per_item), c, std::min(cols, c + step)};
+        out.items.push_back(item);
+        out.costs.push_back((item.row_end - item.row_begin + row_overhead) *
+                            (item.col_end - item.col_begin));
+      }
+    }
+  }
+  return out;
+}
+
+int64_t group_row_ranges(const int64_t* starts, int64_t group_offset, int64_t local_groups,
+                         int64_t rows_per_item) {
+  int64_t ranges = 0;
+  for (int64_t g = 0; g < local_groups; ++g) {
+    const int64_t rows = starts[group_offset + g + 1] - starts[group_offset + g];
+    ranges += (rows + rows_per_item - 1) / rows_per_item;
+  }
+  return ranges;
+}
+
+void zero_uncovered_rows(const int64_t* starts, int64_t group_offset, int64_t local_groups,
+                         int64_t m, void* out, int64_t row_bytes) {
+  const int64_t first = starts[group_offset];
+  const int64_t last = starts[group_offset + local_groups];
+  char* bytes = static_cast<char*>(out);
+  if (first > 0) std::memset(bytes, 0, static_cast<size_t>(first * row_bytes));
+  if (m > last)
+    std::memset(bytes + last * row_bytes, 0, static_cast<size_t>((m - last) * row_bytes));
+}
+
+}  // namespace raggemm::kernels
