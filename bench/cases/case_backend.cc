@@ -8,6 +8,7 @@
 #include "kernels/int8_gmm.h"
 #include "kernels/int8_microkernel.h"
 #include "kernels/microkernel.h"
+#include "kernels/microkernel_registry.h"
 #include "raggemm/error.h"
 #include "raggemm/gmm.h"
 #include "support/gmm_case.h"

@@ -24,6 +24,7 @@
 #include "kernels/bf16_microkernel.h"
 #include "kernels/int8_microkernel.h"
 #include "kernels/microkernel.h"
+#include "kernels/microkernel_registry.h"
 
 namespace raggemm::cases {
 

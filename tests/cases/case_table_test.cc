@@ -15,6 +15,7 @@
 #include "kernels/bf16_microkernel.h"
 #include "kernels/int8_microkernel.h"
 #include "kernels/microkernel.h"
+#include "kernels/microkernel_registry.h"
 #include "raggemm/error.h"
 
 namespace raggemm::cases {

@@ -22,6 +22,7 @@
 
 #include "kernels/bf16_microkernel.h"
 #include "kernels/microkernel.h"
+#include "kernels/microkernel_registry.h"
 #include "raggemm/dtype.h"
 
 namespace raggemm::kernels {
