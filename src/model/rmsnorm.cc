@@ -1,5 +1,6 @@
 #include "model/rmsnorm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -14,15 +15,20 @@ namespace raggemm::model {
 
 template <class T>
 void rmsnorm_forward(const T* x, const T* scale, int64_t rows, int64_t dim, T* y, T* inv_rms) {
-  // inv_rms holds the sums of squares first.
-  moe::ordered_row_sums(
-      rows, dim, [x, dim](int64_t r, int64_t i) { return x[r * dim + i] * x[r * dim + i]; },
-      inv_rms);
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* xr = x + r * dim;
-    const T inv = T(1) / std::sqrt(inv_rms[r] / static_cast<T>(dim) + static_cast<T>(kNormEps));
-    inv_rms[r] = inv;
-    for (int64_t i = 0; i < dim; ++i) y[r * dim + i] = xr[i] * inv * scale[i];
+  // Block by block, so each block's rows are read from memory once: summed
+  // (into inv_rms, then replaced by 1/rms), then scaled while in cache.
+  for (int64_t b = 0; b < rows; b += moe::kOrderedSumChains) {
+    const int64_t count = std::min(moe::kOrderedSumChains, rows - b);
+    const T* xb = x + b * dim;
+    moe::ordered_row_sums(
+        count, dim, [xb, dim](int64_t r, int64_t i) { return xb[r * dim + i] * xb[r * dim + i]; },
+        inv_rms + b);
+    for (int64_t r = b; r < b + count; ++r) {
+      const T* xr = x + r * dim;
+      const T inv = T(1) / std::sqrt(inv_rms[r] / static_cast<T>(dim) + static_cast<T>(kNormEps));
+      inv_rms[r] = inv;
+      for (int64_t i = 0; i < dim; ++i) y[r * dim + i] = xr[i] * inv * scale[i];
+    }
   }
 }
 

@@ -124,7 +124,6 @@ struct Model<T>::Impl {
   std::vector<Block> blocks;
   std::vector<T> x, final_normed, final_inv_rms, logits, dlogits, dfinal, dx, out_proj_grad_part;
   std::vector<double> token_loss;
-  std::vector<T> loss_peaks, loss_totals;  // per token of a loss chunk
 };
 
 template <class T>
@@ -229,38 +228,40 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
     output.forward(final_normed.data() + t0 * d, rows, out_proj.weight(), logits.data());
     {
       auto scope = profile(profiler, "cross_entropy", OpKind::kGlue);
-      // Three passes over the chunk's tokens, so that the softmax totals
-      // can be summed several tokens at a time (each in its serial order:
-      // moe/ordered_sums.h). Tokens in parallel only for large vocabularies
-      // (under load a parallel region costs more than these loops at small
-      // ones: docs/performance.md); the loss is summed after, in token
-      // order, so the bits do not depend on the thread count.
-      loss_peaks.resize(static_cast<size_t>(rows));
-      loss_totals.resize(static_cast<size_t>(rows));
+      // Blocks of tokens, three passes over each while it is in cache, so
+      // that the softmax totals can be summed several tokens at a time
+      // (each in its serial order: moe/ordered_sums.h). Blocks in parallel
+      // only for large vocabularies (under load a parallel region costs more
+      // than these loops at small ones: docs/performance.md); the loss is
+      // summed after, in token order, so the bits do not depend on the
+      // thread count.
+      const int64_t block = moe::kOrderedSumChains;
 #pragma omp parallel for schedule(static) if (rows * v >= (1 << 22))
-      for (int64_t t = 0; t < rows; ++t) {
-        const T* z = logits.data() + t * v;
-        T* dz = dlogits.data() + t * v;  // first the exps of z - peak
-        T peak = z[0];
-        for (int64_t i = 1; i < v; ++i) peak = std::max(peak, z[i]);
-        loss_peaks[t] = peak;
-        for (int64_t i = 0; i < v; ++i) dz[i] = z[i] - peak;
-        exp_in_place(dz, v);
-      }
-      const T* exps = dlogits.data();
-      moe::ordered_row_sums(
-          rows, v, [exps, v](int64_t t, int64_t i) { return exps[t * v + i]; },
-          loss_totals.data());
-#pragma omp parallel for schedule(static) if (rows * v >= (1 << 22))
-      for (int64_t t = 0; t < rows; ++t) {
-        const T* z = logits.data() + t * v;
-        T* dz = dlogits.data() + t * v;
-        const T log_total = std::log(loss_totals[t]) + loss_peaks[t];
-        token_loss[t0 + t] = static_cast<double>(log_total - z[targets[t0 + t]]);
-        for (int64_t i = 0; i < v; ++i) dz[i] = z[i] - log_total;
-        exp_in_place(dz, v);
-        for (int64_t i = 0; i < v; ++i) dz[i] /= denominator;
-        dz[targets[t0 + t]] -= T(1) / denominator;
+      for (int64_t b = 0; b < rows; b += block) {
+        const int64_t count = std::min(block, rows - b);
+        T peaks[moe::kOrderedSumChains], totals[moe::kOrderedSumChains];
+        for (int64_t t = b; t < b + count; ++t) {
+          const T* z = logits.data() + t * v;
+          T* dz = dlogits.data() + t * v;  // first the exps of z - peak
+          T peak = z[0];
+          for (int64_t i = 1; i < v; ++i) peak = std::max(peak, z[i]);
+          peaks[t - b] = peak;
+          for (int64_t i = 0; i < v; ++i) dz[i] = z[i] - peak;
+          exp_in_place(dz, v);
+        }
+        const T* exps = dlogits.data() + b * v;
+        moe::ordered_row_sums(
+            count, v, [exps, v](int64_t t, int64_t i) { return exps[t * v + i]; }, totals);
+        for (int64_t t = b; t < b + count; ++t) {
+          const T* z = logits.data() + t * v;
+          T* dz = dlogits.data() + t * v;
+          const T log_total = std::log(totals[t - b]) + peaks[t - b];
+          token_loss[t0 + t] = static_cast<double>(log_total - z[targets[t0 + t]]);
+          for (int64_t i = 0; i < v; ++i) dz[i] = z[i] - log_total;
+          exp_in_place(dz, v);
+          for (int64_t i = 0; i < v; ++i) dz[i] /= denominator;
+          dz[targets[t0 + t]] -= T(1) / denominator;
+        }
       }
       for (int64_t t = 0; t < rows; ++t) loss_sum += token_loss[t0 + t];
     }
