@@ -240,13 +240,17 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
       for (int64_t b = 0; b < rows; b += block) {
         const int64_t count = std::min(block, rows - b);
         T peaks[moe::kOrderedSumChains], totals[moe::kOrderedSumChains];
+        // Each token's running max in its serial order, the block's tokens
+        // interleaved (as ordered_row_sums does for sums).
+        const T* zb = logits.data() + b * v;
+        for (int64_t j = 0; j < count; ++j) peaks[j] = zb[j * v];
+        for (int64_t i = 1; i < v; ++i) {
+          for (int64_t j = 0; j < count; ++j) peaks[j] = std::max(peaks[j], zb[j * v + i]);
+        }
         for (int64_t t = b; t < b + count; ++t) {
           const T* z = logits.data() + t * v;
           T* dz = dlogits.data() + t * v;  // first the exps of z - peak
-          T peak = z[0];
-          for (int64_t i = 1; i < v; ++i) peak = std::max(peak, z[i]);
-          peaks[t - b] = peak;
-          for (int64_t i = 0; i < v; ++i) dz[i] = z[i] - peak;
+          for (int64_t i = 0; i < v; ++i) dz[i] = z[i] - peaks[t - b];
           exp_in_place(dz, v);
         }
         const T* exps = dlogits.data() + b * v;
