@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "moe/ordered_sums.h"
 #include "raggemm/error.h"
 
 namespace raggemm::moe {
@@ -58,22 +59,22 @@ void combine_rows(const Permutation& perm, const T* rows, const T* weights, int6
 template <class T>
 void combine_rows_backward(const Permutation& perm, const T* rows, const T* weights, const T* dout,
                            int64_t dim, T* drows, T* dweights) {
-  const int64_t k = perm.top_k;
+  const int64_t k = perm.top_k, pairs = perm.rows();
   for (int64_t t = 0; t < perm.tokens; ++t) {
     const T* dout_row = dout + t * dim;
     for (int64_t j = 0; j < k; ++j) {
-      const int64_t r = perm.row_of[t * k + j];
       const T w = weights[t * k + j];
-      const T* row = rows + r * dim;
-      T* drow = drows + r * dim;
-      T dot = 0;
-      for (int64_t d = 0; d < dim; ++d) {
-        drow[d] = w * dout_row[d];
-        dot += dout_row[d] * row[d];
-      }
-      dweights[t * k + j] = dot;
+      T* drow = drows + perm.row_of[t * k + j] * dim;
+      for (int64_t d = 0; d < dim; ++d) drow[d] = w * dout_row[d];
     }
   }
+  // dweights: a dot product per pair, several pairs at a time, each in its
+  // serial order (ordered_sums.h).
+  const int64_t* row_of = perm.row_of.data();
+  ordered_row_sums(
+      pairs, dim,
+      [=](int64_t a, int64_t d) { return dout[(a / k) * dim + d] * rows[row_of[a] * dim + d]; },
+      dweights);
 }
 
 template <class T>

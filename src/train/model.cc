@@ -7,10 +7,22 @@
 
 #include "model/rmsnorm.h"
 #include "moe/dense.h"
+#include "moe/glue_simd.h"
+#include "moe/ordered_sums.h"
 #include "raggemm/error.h"
 
 namespace raggemm::train {
 using model::rmsnorm_backward;
+
+namespace {
+
+// x[i] = std::exp(x[i]): f32 through the vector kernel (the same bits).
+void exp_in_place(float* x, int64_t n) { moe::exp_f32(x, n, x); }
+void exp_in_place(double* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = std::exp(x[i]);
+}
+
+}  // namespace
 
 int64_t loss_chunk_tokens(int64_t vocab, int64_t tokens) {
   return std::clamp<int64_t>(kLossChunkFloats / std::max<int64_t>(vocab, 1), 1,
@@ -216,20 +228,46 @@ LossParts Model<T>::Impl::run(const int32_t* inputs, const int32_t* targets, int
     output.forward(final_normed.data() + t0 * d, rows, out_proj.weight(), logits.data());
     {
       auto scope = profile(profiler, "cross_entropy", OpKind::kGlue);
-#pragma omp parallel for schedule(static) reduction(+ : loss_sum) if (rows * v >= (1 << 22))
-      for (int64_t t = 0; t < rows; ++t) {
-        const T* z = logits.data() + t * v;
-        T peak = z[0];
-        for (int64_t i = 1; i < v; ++i) peak = std::max(peak, z[i]);
-        T total = 0;
-        for (int64_t i = 0; i < v; ++i) total += std::exp(z[i] - peak);
-        const T log_total = std::log(total) + peak;
-        token_loss[t0 + t] = static_cast<double>(log_total - z[targets[t0 + t]]);
-        loss_sum += token_loss[t0 + t];
-        T* dz = dlogits.data() + t * v;
-        for (int64_t i = 0; i < v; ++i) dz[i] = std::exp(z[i] - log_total) / denominator;
-        dz[targets[t0 + t]] -= T(1) / denominator;
+      // Blocks of tokens, three passes over each while it is in cache, so
+      // that the softmax totals can be summed several tokens at a time
+      // (each in its serial order: moe/ordered_sums.h). Blocks in parallel
+      // only for large vocabularies (under load a parallel region costs more
+      // than these loops at small ones: docs/performance.md); the loss is
+      // summed after, in token order, so the bits do not depend on the
+      // thread count.
+      const int64_t block = moe::kOrderedSumChains;
+#pragma omp parallel for schedule(static) if (rows * v >= (1 << 22))
+      for (int64_t b = 0; b < rows; b += block) {
+        const int64_t count = std::min(block, rows - b);
+        T peaks[moe::kOrderedSumChains], totals[moe::kOrderedSumChains];
+        // Each token's running max in its serial order, the block's tokens
+        // interleaved (as ordered_row_sums does for sums).
+        const T* zb = logits.data() + b * v;
+        for (int64_t j = 0; j < count; ++j) peaks[j] = zb[j * v];
+        for (int64_t i = 1; i < v; ++i) {
+          for (int64_t j = 0; j < count; ++j) peaks[j] = std::max(peaks[j], zb[j * v + i]);
+        }
+        for (int64_t t = b; t < b + count; ++t) {
+          const T* z = logits.data() + t * v;
+          T* dz = dlogits.data() + t * v;  // first the exps of z - peak
+          for (int64_t i = 0; i < v; ++i) dz[i] = z[i] - peaks[t - b];
+          exp_in_place(dz, v);
+        }
+        const T* exps = dlogits.data() + b * v;
+        moe::ordered_row_sums(
+            count, v, [exps, v](int64_t t, int64_t i) { return exps[t * v + i]; }, totals);
+        for (int64_t t = b; t < b + count; ++t) {
+          const T* z = logits.data() + t * v;
+          T* dz = dlogits.data() + t * v;
+          const T log_total = std::log(totals[t - b]) + peaks[t - b];
+          token_loss[t0 + t] = static_cast<double>(log_total - z[targets[t0 + t]]);
+          for (int64_t i = 0; i < v; ++i) dz[i] = z[i] - log_total;
+          exp_in_place(dz, v);
+          for (int64_t i = 0; i < v; ++i) dz[i] /= denominator;
+          dz[targets[t0 + t]] -= T(1) / denominator;
+        }
       }
+      for (int64_t t = 0; t < rows; ++t) loss_sum += token_loss[t0 + t];
     }
     if (!backward) continue;
     const T* x_rows = final_normed.data() + t0 * d;
