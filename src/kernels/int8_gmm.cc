@@ -252,13 +252,20 @@ void run_item(const Int8GmmProblem& p, const Schedule& s, const Int8Microkernel&
           }
         }
       }
-      // Output stage: exact integer sums, then both scales.
+      // Output stage: exact integer sums, then both scales (then, for a
+      // bf16 output, one rounding of that f32 value).
       for (int64_t i = 0; i < rows; ++i) {
         const float row_scale = p.row_scale[r0 + i];
         const int32_t* sums = acc + i * width;
-        float* out = p.out + (r0 + i) * p.n + c0;
-        for (int64_t j = 0; j < width; ++j) {
-          out[j] = static_cast<float>(sums[j] - correction[j]) * row_scale * col_scales[j];
+        auto value = [&](int64_t j) {
+          return static_cast<float>(sums[j] - correction[j]) * row_scale * col_scales[j];
+        };
+        if (p.out) {
+          float* out = p.out + (r0 + i) * p.n + c0;
+          for (int64_t j = 0; j < width; ++j) out[j] = value(j);
+        } else {
+          uint16_t* out = p.out_bf16 + (r0 + i) * p.n + c0;
+          for (int64_t j = 0; j < width; ++j) out[j] = core::bf16_bits_of(value(j));
         }
       }
     }
@@ -274,8 +281,8 @@ void int8_gmm(const Int8GmmProblem& p, const Schedule& s, const Int8Microkernel*
   // Rows that no local group covers are zero.
   const int64_t first = p.starts[p.group_offset];
   const int64_t last = p.starts[p.group_offset + p.local_groups];
-  std::fill(p.out, p.out + first * p.n, 0.0f);
-  std::fill(p.out + last * p.n, p.out + p.m * p.n, 0.0f);
+  p.output().zero(0, 0, first, p.n);
+  p.output().zero(last, 0, p.m - last, p.n);
   // Items: (group, up to kRowTilesPerItem m-tiles of its rows), over all
   // columns, so each item packs its A rows once. When that gives too few
   // items to keep the threads busy, columns are split into n-tiles as well.
