@@ -245,9 +245,10 @@ def ragged_dot(lhs: torch.Tensor, rhs: torch.Tensor, group_sizes: torch.Tensor, 
     non-contiguous ones are copied. Bad input raises raggemm.Error.
     """
     config, threads = _plan_config(plan), _check_threads(threads)
+    if out_dtype is not None and out_dtype not in (torch.float32, torch.bfloat16, torch.float16):
+        raise Error(f"out_dtype={out_dtype}: expected torch.float32, torch.bfloat16 or "
+                    "torch.float16")
     dtype = out_dtype or torch.promote_types(lhs.dtype, rhs.dtype)
-    if dtype not in (torch.float32, torch.bfloat16, torch.float16):
-        raise Error(f"out_dtype={dtype}: expected torch.float32, torch.bfloat16 or torch.float16")
     out = _gmm(lhs, rhs, group_sizes, config, threads, (plan and plan.weight) or "",
                _kernel_out(dtype))
     return out.to(dtype)

@@ -275,6 +275,24 @@ def test_bf16_weight_gradients_come_from_the_kernels_in_bf16():
                        .to(torch.bfloat16))
     assert torch.equal(dlhs, torch.ops.raggemm.gmm_dlhs(grad, rhs, sizes, config, 1, "", "f32")
                        .to(torch.bfloat16))
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class OutputDtypes(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.calls = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            self.calls.append((str(func), getattr(out, "dtype", None)))
+            return out
+
     a, b = lhs.clone().requires_grad_(True), rhs.clone().requires_grad_(True)
-    (rtorch.ragged_dot(a, b, sizes, threads=1).float() * grad.float()).sum().backward()
+    with OutputDtypes() as log:
+        (rtorch.ragged_dot(a, b, sizes, threads=1).float() * grad.float()).sum().backward()
     assert torch.equal(b.grad, drhs) and torch.equal(a.grad, dlhs)
+    ours = [(name, dtype) for name, dtype in log.calls if name.startswith("raggemm.")]
+    # The forward and both backward passes ran, each writing bf16 itself.
+    assert sorted(name for name, _ in ours) == ["raggemm.gmm.default", "raggemm.gmm_dlhs.default",
+                                                "raggemm.tgmm.default"]
+    assert all(dtype == torch.bfloat16 for _, dtype in ours), ours
