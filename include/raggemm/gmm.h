@@ -83,6 +83,11 @@ struct GmmOptions {
   // Element type of the output: kF32 or kBF16 (the epilogue's f32 value
   // rounded once). gmm_into's out must have this dtype.
   DType out_dtype = DType::kF32;
+  // gmm_into only: out[i] += result for the rows of the local groups (f32:
+  // out + value; bf16: bf16(float(out) + value), value the f32 the call
+  // would otherwise write); rows of no local group are left as they are.
+  // gmm() (which allocates its output) refuses it.
+  bool accumulate = false;
 };
 
 struct TgmmOptions {

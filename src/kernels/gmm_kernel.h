@@ -59,9 +59,11 @@ struct GmmProblem {
   int64_t local_groups = 0;
   float* out = nullptr;       // [M, n_out], contiguous f32 output, or null:
   uint16_t* out_bf16 = nullptr;  // the bf16 output instead (see kernels/output_store.h)
+  // out[i] += result for rows of the local groups; other rows are left as they are.
+  bool accumulate = false;
   Epilogue epilogue{};
   int64_t out_cols() const { return epilogue.swiglu ? n / 2 : n; }
-  OutputView output() const { return OutputView{out, out_bf16, out_cols(), false}; }
+  OutputView output() const { return OutputView{out, out_bf16, out_cols(), accumulate}; }
 };
 
 struct TgmmProblem {

@@ -260,7 +260,10 @@ void run_item(const Int8GmmProblem& p, const Schedule& s, const Int8Microkernel&
         auto value = [&](int64_t j) {
           return static_cast<float>(sums[j] - correction[j]) * row_scale * col_scales[j];
         };
-        if (p.out) {
+        if (p.accumulate) {
+          const OutputView out = p.output();
+          for (int64_t j = 0; j < width; ++j) out.store_value(r0 + i, c0 + j, value(j));
+        } else if (p.out) {
           float* out = p.out + (r0 + i) * p.n + c0;
           for (int64_t j = 0; j < width; ++j) out[j] = value(j);
         } else {

@@ -119,6 +119,7 @@ void gmm_into(const TensorView& lhs, const TensorView& rhs, const TensorView& gr
   p.group_offset = o.group_offset;
   p.local_groups = s.local_groups;
   set_output(out, &p.out, &p.out_bf16);
+  p.accumulate = o.accumulate;
   p.epilogue.swiglu = o.fuse_swiglu;
   p.epilogue.col_scale = check_column_vector(o.col_scale, "col_scale", s.rhs_groups, s.n,
                                              &p.epilogue.col_scale_group_stride);
@@ -142,6 +143,9 @@ void gmm_into(const TensorView& lhs, const TensorView& rhs, const TensorView& gr
 Tensor gmm(const TensorView& lhs, const TensorView& rhs, const TensorView& group_sizes,
            const GmmOptions& options) {
   GmmShape s = check_gmm(lhs, rhs, group_sizes, options);
+  if (options.accumulate) {
+    fail("accumulate", "true", "gmm allocates its output: accumulate into one with gmm_into");
+  }
   Tensor out(options.out_dtype, {s.m, s.out_cols});
   gmm_into(lhs, rhs, group_sizes, out, options);
   return out;

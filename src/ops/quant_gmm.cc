@@ -255,6 +255,10 @@ Tensor run_quantized_gmm(const QuantizedGmmOperands& operands, const TensorView&
   const Shape& w = operands.rhs.values.shape();
   require(w.size() == 3, "weight", shape_string(w), "expected [G, K, N]");
   const int64_t n = w[o.transpose_rhs ? 1 : 2];
+  if (o.accumulate) {
+    fail("accumulate", "true",
+         "run_quantized_gmm allocates its output: accumulate with run_quantized_gmm_into");
+  }
   Tensor out(o.out_dtype, {lhs_shape[0], o.fuse_swiglu ? n / 2 : n});
   run_quantized_gmm_into(operands, group_sizes, out.view(), o, quant);
   return out;
@@ -306,6 +310,7 @@ void run_quantized_gmm_into(const QuantizedGmmOperands& operands, const TensorVi
     p.local_groups = s.local_groups;
     p.out = out;
     p.out_bf16 = out_bf16;
+    p.accumulate = o.accumulate;
     kernels::int8_gmm(p, schedule);
     return;
   }
@@ -327,6 +332,7 @@ void run_quantized_gmm_into(const QuantizedGmmOperands& operands, const TensorVi
   p.local_groups = s.local_groups;
   p.out = out;
   p.out_bf16 = out_bf16;
+  p.accumulate = o.accumulate;
   // The caller's output stage (v2 only, checked above).
   auto column_vector = [&](const std::optional<TensorView>& v, const std::string& name,
                            int64_t* group_stride) -> const float* {

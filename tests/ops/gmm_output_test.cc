@@ -7,8 +7,9 @@
 //    bit, every element written (the outputs start poisoned), and within
 //    bf16's rounding of the f64 reference;
 //  - it does not depend on the thread count;
-//  - tgmm accumulate: out + acc (f32) or bf16(float(out) + acc), twice in a
-//    row is the sum applied twice, empty groups are left untouched;
+//  - accumulate: out + acc (f32) or bf16(float(out) + acc), twice in a row
+//    is the sum applied twice; tgmm's empty groups and gmm's rows of no
+//    local group are left untouched;
 // over empty groups, sum(group_sizes) < M, tiles that divide nothing,
 // contractions longer than a tile (so slices accumulate), expert-parallel
 // group ranges and every empty/non-empty pattern of 4 groups; and the bad
@@ -333,6 +334,49 @@ TEST(GmmOutput, TgmmAccumulateAddsOnceAndLeavesEmptyGroups) {
   }
 }
 
+// gmm accumulate: rows of the local groups get out + value, the others
+// (past the groups, or of other experts) stay as they were, bit for bit.
+void gmm_accumulate_twice(const Case& c, const Path& path, bool transpose, DType dtype,
+                          int threads) {
+  const std::string what = c.name + "/" + path.name + (transpose ? "/dlhs/" : "/fwd/") +
+                           dtype_name(dtype) + "/threads " + std::to_string(threads);
+  const Tensor r = run_gmm(c, path, transpose, DType::kF32);
+  const GmmInputs x = gmm_inputs(c, path, transpose);
+  GmmOptions o = gmm_options(c, path, x, transpose, dtype, threads);
+  o.accumulate = true;
+  const Tensor out0 = random_tensor(r.shape(), dtype, 32);
+  Tensor out = copy_of(out0);
+  EXPECT_TRUE(kernels::force_bf16_microkernel(path.bf16_kernel)) << path.bf16_kernel;
+  gmm_into(x.lhs, x.rhs, sizes_tensor(c.sizes), out, o);
+  const Tensor once = accumulated(out0, r);
+  expect_bitwise_equal(out, once, what + " once");
+  gmm_into(x.lhs, x.rhs, sizes_tensor(c.sizes), out, o);
+  kernels::force_bf16_microkernel("");
+  expect_bitwise_equal(out, accumulated(once, r), what + " twice");
+  // Rows outside the local groups: untouched.
+  const int64_t first = testing::starts_of(c.sizes)[c.group_offset];
+  const int64_t last = testing::starts_of(c.sizes)[c.group_offset + local_of(c)];
+  const int64_t row = r.dim(1) * static_cast<int64_t>(dtype_size(dtype));
+  const char* got = static_cast<const char*>(out.data());
+  const char* start = static_cast<const char*>(out0.data());
+  EXPECT_EQ(std::memcmp(got, start, first * row), 0) << what << " rows before the groups";
+  EXPECT_EQ(std::memcmp(got + last * row, start + last * row, (c.m - last) * row), 0)
+      << what << " rows after the groups";
+}
+
+TEST(GmmOutput, GmmAccumulateAddsOnceAndLeavesOtherRows) {
+  for (const Case& c : cases()) {
+    for (const Path& path : gmm_paths()) {
+      if (path.swiglu && c.n % 2 != 0) continue;
+      for (bool transpose : {false, true}) {
+        for (DType dtype : {DType::kF32, DType::kBF16}) {
+          for (int threads : {1, 3}) gmm_accumulate_twice(c, path, transpose, dtype, threads);
+        }
+      }
+    }
+  }
+}
+
 TEST(GmmOutput, AllEmptyNonEmptyPatternsOfFourGroups) {
   for (int mask = 0; mask < 16; ++mask) {
     Case c{"pattern " + std::to_string(mask), 45, 13, 18, {}, {4, 4, 8}};
@@ -385,6 +429,19 @@ TEST(GmmOutput, QuantizedPassesRoundOnceAndAccumulate) {
       o.out_dtype = DType::kBF16;
       const Tensor bf16 = quantized_gmm(lhs, weight, gs, o, q);
       expect_rounded(bf16, f32, what + "/fwd");
+      // Accumulating into a bf16 out (the int8 driver's output stage too).
+      const QuantizedGmmOperands gops = prepare_quantized_gmm(lhs, quantize_weight(weight, recipe,
+                                                              q.rhs_scaling), gs, o, q);
+      const Tensor gf32 = [&] {
+        GmmOptions f = o;
+        f.out_dtype = DType::kF32;
+        return run_quantized_gmm(gops, gs, f, q);
+      }();
+      o.accumulate = true;
+      const Tensor gout0 = random_tensor({c.m, c.n}, DType::kBF16, 45);
+      Tensor gout = copy_of(gout0);
+      run_quantized_gmm_into(gops, gs, gout, o, q);
+      expect_bitwise_equal(gout, accumulated(gout0, gf32), what + "/fwd accumulate");
 
       TgmmOptions t;
       t.kernel = kernel;
@@ -442,6 +499,9 @@ TEST(GmmOutput, BadOutputSettingsAreRefusedBeforeAnyWrite) {
   expect_refused([&] { tgmm_into(t.lhs, t.dout, gs, tout, to); }, "out", "f32");
   expect_bitwise_equal(tout, tbefore, "tgmm_into refused");
   expect_refused([&] { tgmm(t.lhs, t.dout, gs, to); }, "accumulate", "tgmm_into");
+  GmmOptions acc = gmm_options(c, path, x, false, DType::kF32, 2);
+  acc.accumulate = true;
+  expect_refused([&] { gmm(x.lhs, x.rhs, gs, acc); }, "accumulate", "gmm_into");
   to.out_dtype = DType::kI32;
   expect_refused([&] { tgmm(t.lhs, t.dout, gs, to); }, "out_dtype", "i32");
 }
