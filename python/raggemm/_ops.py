@@ -32,6 +32,16 @@ def _tgmm_out(lhs, dout, group_sizes, local_groups, dtype):
     return np.empty((groups, lhs.shape[1], dout.shape[1]), dtype)
 
 
+def _caller_out(out, out_dtype):
+    """(raggemm dtype name, the raw array the kernels write) of a caller's out=."""
+    if not isinstance(out, np.ndarray):
+        raise Error(f"out={type(out).__name__}: expected a numpy array or None")
+    dtype_name = out_dtype_of(out.dtype, "out")[0]
+    if out_dtype is not None and out_dtype_of(out_dtype)[0] != dtype_name:
+        raise Error(f"out={out.dtype}: dtype must match out_dtype={out_dtype!r}")
+    return dtype_name, (out.view(np.uint16) if dtype_name == "bf16" else out)
+
+
 def _as_seen(array, seen_dtype):
     """The kernels' output array as the caller's dtype (bf16 bits -> bfloat16)."""
     return array if array.dtype == seen_dtype else array.view(seen_dtype)
@@ -40,7 +50,7 @@ def _as_seen(array, seen_dtype):
 def gmm(lhs, rhs, group_sizes, *, transpose_rhs=False, tiles=None, kernel=None, buffers=None,
         threads=0, group_offset=0, local_groups=-1, swiglu=False, col_scale=None,
         col_bias=None, row_scale=None, quant=None, rhs_scales="channel", lhs_k_block=0,
-        weight=None, out_dtype=None):
+        weight=None, out_dtype=None, out=None, accumulate=False):
     """Grouped matmul: ``out[i] = lhs[i] @ rhs[group(i)]`` (``@ rhs[g].T`` with transpose_rhs).
 
     lhs ``[M, K]``; rhs ``[G, K, N]`` (``[G, N, K]`` with transpose_rhs); group_sizes
@@ -49,7 +59,9 @@ def gmm(lhs, rhs, group_sizes, *, transpose_rhs=False, tiles=None, kernel=None, 
     without copying. Returns a new ``[M, N]`` array (``[M, N/2]`` with swiglu) of
     out_dtype: float32 (None) or ml_dtypes.bfloat16 ("bf16"), which the kernels
     write directly, rounding the float32 accumulator once (no float32 copy);
-    rows past sum(group_sizes) are zero.
+    rows past sum(group_sizes) are zero. out: an array to write instead (and
+    return), C-contiguous, of out_dtype (None: out's own); accumulate: add to it
+    (``out[i] += ...`` for rows of the local groups, others left as they are).
 
     tiles: kernel tiles ``(m, k, n)``; kernel "v1" or "v2"; buffers: prefetch depth
     1..4; threads: 0 for OpenMP's default. What is left None is
@@ -70,17 +82,24 @@ def gmm(lhs, rhs, group_sizes, *, transpose_rhs=False, tiles=None, kernel=None, 
     lhs, lhs_dtype = to_raw(lhs, "lhs")
     rhs, rhs_dtype = to_raw(rhs, "rhs")
     group_sizes, sizes_dtype = to_raw(group_sizes, "group_sizes", GROUP_SIZE_DTYPES)
-    dtype_name, raw_dtype, seen_dtype = out_dtype_of(out_dtype)
-    out = None if quant is not None else _gmm_out(lhs, rhs, transpose_rhs, swiglu, raw_dtype)
-    result = _raggemm.gmm(lhs, lhs_dtype, rhs, rhs_dtype, group_sizes, sizes_dtype, out,
+    if out is not None:
+        dtype_name, raw = _caller_out(out, out_dtype)
+    else:
+        if accumulate:
+            raise Error("accumulate=True: needs out, the array to add into")
+        dtype_name, raw_dtype, seen_dtype = out_dtype_of(out_dtype)
+        raw = None if quant is not None else _gmm_out(lhs, rhs, transpose_rhs, swiglu, raw_dtype)
+    result = _raggemm.gmm(lhs, lhs_dtype, rhs, rhs_dtype, group_sizes, sizes_dtype, raw,
                           bool(transpose_rhs), tile_tuple(tiles),
                           kernel_name(kernel), buffer_count(buffers), threads,
                           group_offset, local_groups, bool(swiglu),
                           optional_f32(col_scale, "col_scale"),
                           optional_f32(col_bias, "col_bias"),
                           optional_f32(row_scale, "row_scale"), quant, rhs_scales, lhs_k_block,
-                          weight or "", dtype_name)
-    return _as_seen(out if result is None else result, seen_dtype)
+                          weight or "", dtype_name, bool(accumulate))
+    if out is not None:
+        return out
+    return _as_seen(raw if result is None else result, seen_dtype)
 
 
 def tgmm(lhs, dout, group_sizes, *, tiles=None, kernel=None, buffers=None, threads=0,
@@ -105,12 +124,7 @@ def tgmm(lhs, dout, group_sizes, *, tiles=None, kernel=None, buffers=None, threa
     dout, dout_dtype = to_raw(dout, "dout")
     group_sizes, sizes_dtype = to_raw(group_sizes, "group_sizes", GROUP_SIZE_DTYPES)
     if out is not None:
-        if not isinstance(out, np.ndarray):
-            raise Error(f"out={type(out).__name__}: expected a numpy array or None")
-        dtype_name, _, seen_dtype = out_dtype_of(out.dtype, "out")
-        if out_dtype is not None and out_dtype_of(out_dtype)[0] != dtype_name:
-            raise Error(f"out={out.dtype}: dtype must match out_dtype={out_dtype!r}")
-        raw = out.view(np.uint16) if dtype_name == "bf16" else out
+        dtype_name, raw = _caller_out(out, out_dtype)
     else:
         if accumulate:
             raise Error("accumulate=True: needs out, the array to add into")

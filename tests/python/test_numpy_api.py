@@ -560,3 +560,19 @@ def test_bad_out_settings_raise_errors_naming_the_argument():
     with pytest.raises(raggemm.Error, match="^out=.*dim 1"):
         raggemm.tgmm(lhs, dout, sizes, out=np.full((G, K + 1, N), 7.0, np.float32))
     np.testing.assert_array_equal(out, 7.0)  # nothing written
+
+
+@pytest.mark.parametrize("out_dtype", [np.float32, BF16])
+@pytest.mark.parametrize("quant", [None, "int8"])
+def test_gmm_accumulates_into_out_for_the_rows_of_the_groups(out_dtype, quant):
+    rng = np.random.default_rng(10)
+    sizes = np.array(GROUP_SIZES["sum_lt_m"], np.int32)  # rows 6.. belong to no group
+    lhs = rng.standard_normal((M, K)).astype(np.float32)
+    rhs = rng.standard_normal((G, K, N)).astype(np.float32)
+    result = raggemm.gmm(lhs, rhs, sizes, quant=quant, threads=2)
+    start = rng.standard_normal((M, N)).astype(out_dtype)
+    out = start.copy()
+    assert raggemm.gmm(lhs, rhs, sizes, quant=quant, out=out, accumulate=True, threads=2) is out
+    want = (start.astype(np.float32) + result).astype(out_dtype)
+    np.testing.assert_array_equal(out.view(np.uint8), want.view(np.uint8))
+    np.testing.assert_array_equal(out[6:].view(np.uint8), start[6:].view(np.uint8))
