@@ -206,8 +206,13 @@ def bench_torch(m, k, n, sizes, args):
     bounds = np.concatenate([[0], np.cumsum(sizes)]).tolist()
 
     def step(fn, dtype):
-        a = lhs32.to(dtype).requires_grad_(True)
-        b = rhs32.to(dtype).requires_grad_(True)
+        # detach: each contender's operands are leaves of their own. (For f32,
+        # .to is lhs32 itself, which requires_grad_ then marked, so every
+        # later bf16 contender's .to was recorded in its graph and its
+        # backward also cast the weight gradient to f32 and added it into
+        # rhs32.grad: 512 MiB more per step at G=128.)
+        a = lhs32.to(dtype).detach().requires_grad_(True)
+        b = rhs32.to(dtype).detach().requires_grad_(True)
 
         def run():
             a.grad = b.grad = None

@@ -7,6 +7,10 @@
 //
 // Rows past sum(group_sizes) come out zero; empty groups give zero tgmm
 // slices; accumulation is f32; results do not depend on the thread count.
+// The output is f32 or bf16 (out_dtype, jax's preferred_element_type): a bf16
+// output is the f32 result rounded once to nearest even in the kernels' store
+// stage, bit for bit, with no f32 copy of the output. tgmm can add into its
+// output (accumulate: out[g] += ..., for gradient accumulation).
 // Every argument is validated before anything is written.
 #pragma once
 
@@ -75,6 +79,15 @@ struct GmmOptions {
   std::optional<TensorView> col_scale;       // f32 [N] or [G_rhs, N]
   std::optional<TensorView> col_bias;        // f32 [N] or [G_rhs, N]
   std::optional<TensorView> row_scale;       // f32 [M]
+
+  // Element type of the output: kF32 or kBF16 (the epilogue's f32 value
+  // rounded once). gmm_into's out must have this dtype.
+  DType out_dtype = DType::kF32;
+  // gmm_into only: out[i] += result for the rows of the local groups (f32:
+  // out + value; bf16: bf16(float(out) + value), value the f32 the call
+  // would otherwise write); rows of no local group are left as they are.
+  // gmm() (which allocates its output) refuses it.
+  bool accumulate = false;
 };
 
 struct TgmmOptions {
@@ -86,16 +99,24 @@ struct TgmmOptions {
   // local_groups); -1: every group (group_offset 0).
   int64_t group_offset = 0;
   int64_t local_groups = -1;
+  // Element type of the output: kF32 or kBF16. tgmm_into's out must have it.
+  DType out_dtype = DType::kF32;
+  // tgmm_into only: out[g] += lhs[rows g]^T @ dout[rows g] (f32: out + acc;
+  // bf16: bf16(float(out) + acc)), where acc is the f32 result the call would
+  // otherwise write; groups with no rows, and the rest of out, are left as
+  // they are. tgmm() (which allocates its output) refuses it.
+  bool accumulate = false;
 };
 
-// Returns a new f32 tensor [M, N] (or [M, N/2] with fuse_swiglu).
+// Returns a new tensor [M, N] of options.out_dtype (or [M, N/2] with fuse_swiglu).
 Tensor gmm(const TensorView& lhs, const TensorView& rhs, const TensorView& group_sizes,
            const GmmOptions& options = {});
-// Writes into a caller-provided f32 [M, N_out] contiguous tensor.
+// Writes into a caller-provided [M, N_out] contiguous tensor of
+// options.out_dtype (f32 or bf16).
 void gmm_into(const TensorView& lhs, const TensorView& rhs, const TensorView& group_sizes,
               const TensorView& out, const GmmOptions& options = {});
 
-// Returns a new f32 tensor [G_local, K, N].
+// Returns a new tensor [G_local, K, N] of options.out_dtype.
 Tensor tgmm(const TensorView& lhs, const TensorView& dout, const TensorView& group_sizes,
             const TgmmOptions& options = {});
 void tgmm_into(const TensorView& lhs, const TensorView& dout, const TensorView& group_sizes,

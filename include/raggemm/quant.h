@@ -185,7 +185,7 @@ void run_quantized_gmm_into(const QuantizedGmmOperands& operands, const TensorVi
                             const TensorView& out, const GmmOptions& options,
                             const QuantGmmOptions& quant);
 
-// drhs: lhs [M,K] f32, dout [M,N] f32 -> [G_local,K,N] f32.
+// drhs: lhs [M,K] f32, dout [M,N] f32 -> [G_local,K,N] of options.out_dtype.
 QuantizedTgmmOperands prepare_quantized_tgmm(const TensorView& lhs, const TensorView& dout,
                                              const TensorView& group_sizes,
                                              const TgmmOptions& options,
@@ -194,5 +194,10 @@ Tensor quantized_tgmm(const TensorView& lhs, const TensorView& dout, const Tenso
                       const TgmmOptions& options = {}, const QuantGmmOptions& quant = {});
 Tensor run_quantized_tgmm(const QuantizedTgmmOperands& operands, const TensorView& group_sizes,
                           const TgmmOptions& options);
+// The same into a caller-provided [G_local, K, N] tensor of options.out_dtype
+// (f32 or bf16), added to when options.accumulate.
+void run_quantized_tgmm_into(const QuantizedTgmmOperands& operands,
+                             const TensorView& group_sizes, const TensorView& out,
+                             const TgmmOptions& options);
 
 }  // namespace raggemm

@@ -66,6 +66,30 @@ def to_raw(value, argument: str, table: DtypeTable = OPERAND_DTYPES):
     return (array if bits is None else array.view(bits)), name
 
 
+def out_dtype_of(value, argument: str = "out_dtype"):
+    """(raggemm name, numpy dtype the kernels write, dtype the caller sees) of
+    an output type: None or float32 -> f32; ml_dtypes.bfloat16 (or the names
+    "bf16", "bfloat16") -> bf16, written as uint16 bits, seen as bfloat16."""
+    if value is None:
+        return "f32", np.float32, np.float32
+    if isinstance(value, str):
+        name = {"f32": "f32", "float32": "f32", "bf16": "bf16", "bfloat16": "bf16"}.get(value)
+    else:
+        try:
+            dtype = np.dtype(value)
+        except TypeError:
+            dtype = None
+        name = "f32" if dtype == np.float32 else (
+            "bf16" if dtype is not None and dtype.name == "bfloat16" else None)
+    if name is None:
+        raise Error(f"{argument}={value!r}: unsupported output dtype; expected float32 or "
+                    "bfloat16")
+    if name == "f32":
+        return "f32", np.float32, np.float32
+    import ml_dtypes
+    return "bf16", np.uint16, ml_dtypes.bfloat16
+
+
 def optional_f32(value, argument: str):
     return None if value is None else to_raw(value, argument, F32_ONLY)[0]
 

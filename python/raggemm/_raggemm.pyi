@@ -22,13 +22,15 @@ def gmm(lhs: Array, lhs_dtype: str, rhs: Array, rhs_dtype: str, group_sizes: Arr
         tiles: Optional[Tiles], kernel: str, buffers: int, threads: int, group_offset: int,
         local_groups: int, swiglu: bool, col_scale: Optional[Array], col_bias: Optional[Array],
         row_scale: Optional[Array], quant: Optional[str], rhs_scales: str,
-        lhs_k_block: int, weight: str) -> Optional[np.ndarray]: ...
+        lhs_k_block: int, weight: str, out_dtype: str = "f32",
+        accumulate: bool = False) -> Optional[np.ndarray]: ...
 
 
 def tgmm(lhs: Array, lhs_dtype: str, dout: Array, dout_dtype: str, group_sizes: Array,
          group_sizes_dtype: str, out: Optional[Array], tiles: Optional[Tiles], kernel: str,
          buffers: int, threads: int, group_offset: int, local_groups: int,
-         quant: Optional[str], rhs_scales: str, weight: str) -> Optional[np.ndarray]: ...
+         quant: Optional[str], rhs_scales: str, weight: str, out_dtype: str = "f32",
+         accumulate: bool = False) -> Optional[np.ndarray]: ...
 
 
 def quantize(x: Array, x_dtype: str, type: str, granularity: str,

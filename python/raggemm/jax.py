@@ -15,9 +15,11 @@ Reverse mode is JVP + transposition, as for jax.lax.dot_general, so
 gradients all work. Under ``jax.vmap`` a batch runs as a loop of unbatched
 calls (``lax.map``), each of which already uses every core.
 
-The kernels accumulate and write float32. A bfloat16 or float16 result
-(``preferred_element_type``, or bf16 inputs) is the float32 result cast: the
-kernels' own bf16 output stage comes with a later change.
+The kernels accumulate in float32 and write float32 or bfloat16: a bfloat16
+result (``preferred_element_type``, or bf16 inputs) is written by the kernels,
+the float32 accumulator rounded once (no float32 temporary, no cast pass);
+cotangents of bf16 operands are bf16 the same way. A float16 result is the
+float32 result cast.
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ _register_targets()
 # The primitive. Operands: a, b, group_sizes (int32 [G]), group_offset (int32
 # [1]). Params: mode, plan (hashable), groups (the groups rhs / the drhs output
 # hold: G, or the local count with a group offset), local (whether a group
-# offset was given). Shapes by mode:
+# offset was given), out_dtype (float32 or bfloat16, written by the kernels).
+# Shapes by mode:
 #   fwd   a=lhs [M,K],  b=rhs [E,K,N]  -> [M,N]
 #   dlhs  a=dout [M,N], b=rhs [E,K,N]  -> [M,K]
 #   drhs  a=lhs [M,K],  b=dout [M,N]   -> [E,K,N]
@@ -72,17 +75,23 @@ def _out_shape(a_shape, b_shape, mode, groups):
     return (groups, a_shape[1], b_shape[1])
 
 
-def _abstract_eval(a, b, group_sizes, group_offset, *, mode, plan, groups, local):
+def _abstract_eval(a, b, group_sizes, group_offset, *, mode, plan, groups, local, out_dtype):
     del group_sizes, group_offset, plan, local
-    return jax.core.ShapedArray(_out_shape(a.shape, b.shape, mode, groups), jnp.float32)
+    return jax.core.ShapedArray(_out_shape(a.shape, b.shape, mode, groups), out_dtype)
 
 
-def _ffi(a, b, group_sizes, group_offset, *, mode, plan, groups, local):
+def _kernel_dtype(dtype):
+    """The dtype the kernels write for a wanted result dtype: bfloat16 as
+    itself, anything else as float32 (then cast)."""
+    return np.dtype(jnp.bfloat16) if np.dtype(dtype) == jnp.bfloat16 else np.dtype(np.float32)
+
+
+def _ffi(a, b, group_sizes, group_offset, *, mode, plan, groups, local, out_dtype):
     config: PassConfig = getattr(plan, mode)
     m, k, n = config.tiles or (0, 0, 0)  # 0: resolved per call
     call = jax.ffi.ffi_call(
         _TARGETS[mode],
-        jax.ShapeDtypeStruct(_out_shape(a.shape, b.shape, mode, groups), jnp.float32))
+        jax.ShapeDtypeStruct(_out_shape(a.shape, b.shape, mode, groups), out_dtype))
     return call(a, b, group_sizes, group_offset, tile_m=np.int64(m), tile_k=np.int64(k),
                 tile_n=np.int64(n), kernel=config.kernel or "auto",
                 buffers=np.int64(config.buffers or 0), threads=np.int64(config.threads),
@@ -125,7 +134,8 @@ _TRANSPOSES = {
 }
 
 
-def _transpose(ct, a, b, group_sizes, group_offset, *, mode, plan, groups, local):
+def _transpose(ct, a, b, group_sizes, group_offset, *, mode, plan, groups, local, out_dtype):
+    del out_dtype
     if ad.is_undefined_primal(group_sizes) or ad.is_undefined_primal(group_offset):
         raise ValueError("raggemm.jax: group_sizes and group_offset are not differentiable")
     if type(ct) is ad.Zero:
@@ -137,7 +147,7 @@ def _transpose(ct, a, b, group_sizes, group_offset, *, mode, plan, groups, local
             continue
         x, y = operands(a, b, ct)
         out = _bind(x, y, group_sizes, group_offset, mode=pass_mode, plan=plan, groups=groups,
-                    local=local)
+                    local=local, out_dtype=_kernel_dtype(operand.aval.dtype))
         cts.append(out.astype(operand.aval.dtype))
     return [*cts, None, None]
 
@@ -217,7 +227,8 @@ def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=Non
 
     precision: accepted for compatibility; accumulation is always float32.
     preferred_element_type: the result dtype (default: the promoted dtype of
-    lhs and rhs); a bf16/f16 result is the float32 result cast.
+    lhs and rhs); float32 and bfloat16 are written by the kernels (bf16: the
+    float32 accumulator rounded once), float16 is the float32 result cast.
     group_offset: an integer array of shape (1,): rhs then holds only the
     local experts ``[offset, offset + rhs.shape[0])`` and rows of other
     groups come out zero (expert parallelism; may be traced).
@@ -239,9 +250,11 @@ def ragged_dot(lhs, rhs, group_sizes, precision=None, preferred_element_type=Non
         raise Error(f"rhs={list(rhs.shape)}: K must equal lhs's K={lhs.shape[1]}")
     _check_sizes(group_sizes, None if group_offset is not None else rhs.shape[0])
     offset, local = _offset_operand(group_offset, rhs.shape[0], group_sizes.shape[0])
+    dtype = _out_dtype(lhs, rhs, preferred_element_type)
     out = _bind(lhs, rhs, group_sizes.astype(jnp.int32), offset, mode="fwd",
-                plan=_check_plan(plan), groups=rhs.shape[0], local=local)
-    return out.astype(_out_dtype(lhs, rhs, preferred_element_type))
+                plan=_check_plan(plan), groups=rhs.shape[0], local=local,
+                out_dtype=_kernel_dtype(dtype))
+    return out.astype(dtype)
 
 
 # The dimension numbers of the three passes, as jax.lax.RaggedDotDimensionNumbers
@@ -305,9 +318,11 @@ def ragged_dot_general(lhs, rhs, group_sizes, ragged_dot_dimension_numbers, prec
         groups = rhs.shape[0]
         _check_sizes(group_sizes, None if group_offset is not None else groups)
         offset, local = _offset_operand(group_offset, groups, group_sizes.shape[0])
+    dtype = _out_dtype(lhs, rhs, preferred_element_type)
     out = _bind(lhs, rhs, group_sizes.astype(jnp.int32), offset, mode=mode,
-                plan=_check_plan(plan), groups=groups, local=local)
-    return out.astype(_out_dtype(lhs, rhs, preferred_element_type))
+                plan=_check_plan(plan), groups=groups, local=local,
+                out_dtype=_kernel_dtype(dtype))
+    return out.astype(dtype)
 
 
 # ---------------------------------------------------------------------------

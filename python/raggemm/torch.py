@@ -15,8 +15,11 @@ Both run through three ops registered with ``torch.library.custom_op``
 - the kernels run with the GIL released, on ``torch.get_num_threads()``
   threads unless the call passes ``threads=``.
 
-The kernels accumulate and write float32; a bf16/f16 result is the float32
-result cast (a bf16 output stage comes with a later change).
+The kernels accumulate in float32 and write float32 or bfloat16: a bfloat16
+result (``out_dtype``) is the float32 accumulator rounded once by the kernels
+(no float32 temporary, no cast pass), and the backward of bf16 operands
+writes their bf16 gradients the same way. A float16 result is the float32
+result cast.
 """
 
 from __future__ import annotations
@@ -76,7 +79,24 @@ def _threads(threads: int) -> int:
     return threads if threads > 0 else torch.get_num_threads()
 
 
-def _run_gmm(a, rhs, group_sizes, config, threads, weight, transpose_rhs, argument):
+# The dtypes the kernels write, by the op schema's out_dtype string.
+_OUT_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+
+
+def _kernel_out(dtype: torch.dtype) -> str:
+    """The kernels' output for a wanted dtype: bf16 as itself, else f32 (cast after)."""
+    return "bf16" if dtype == torch.bfloat16 else "f32"
+
+
+def _empty_out(shape, out_dtype: str):
+    """(the output tensor, the numpy array the kernels write: bf16 as uint16 bits)."""
+    out = torch.empty(shape, dtype=_OUT_DTYPES[out_dtype])
+    if out_dtype == "bf16":
+        return out, out.view(torch.int16).numpy().view(np.uint16)
+    return out, out.numpy()
+
+
+def _run_gmm(a, rhs, group_sizes, config, threads, weight, out_dtype, transpose_rhs, argument):
     pass_index = 1 if transpose_rhs else 0
     tiles, kernel, buffers = _pass_args(config, pass_index)
     a, a_dtype = _operand(a, argument)
@@ -85,32 +105,33 @@ def _run_gmm(a, rhs, group_sizes, config, threads, weight, transpose_rhs, argume
     if a.ndim != 2 or rhs.ndim != 3:
         raise Error(f"{argument}={list(a.shape)}, rhs={list(rhs.shape)}: expected [M, K] and "
                     "[G, K, N]")
-    out = torch.empty((a.shape[0], rhs.shape[1] if transpose_rhs else rhs.shape[2]),
-                      dtype=torch.float32)
-    _raggemm.gmm(a, a_dtype, rhs, rhs_dtype, sizes, sizes_dtype, out.numpy(), transpose_rhs,
+    out, raw = _empty_out((a.shape[0], rhs.shape[1] if transpose_rhs else rhs.shape[2]),
+                          out_dtype)
+    _raggemm.gmm(a, a_dtype, rhs, rhs_dtype, sizes, sizes_dtype, raw, transpose_rhs,
                  tiles, kernel, buffers, _threads(threads), 0, -1, False, None, None, None, None,
-                 "channel", 0, weight)
+                 "channel", 0, weight, out_dtype)
     return out
 
 
 @torch.library.custom_op("raggemm::gmm", mutates_args=())
 def _gmm(lhs: torch.Tensor, rhs: torch.Tensor, group_sizes: torch.Tensor, config: list[int],
-         threads: int, weight: str) -> torch.Tensor:
-    """float32 [M, N]: row i = lhs[i] @ rhs[group(i)]; zero past sum(group_sizes)."""
-    return _run_gmm(lhs, rhs, group_sizes, config, threads, weight, False, "lhs")
+         threads: int, weight: str, out_dtype: str) -> torch.Tensor:
+    """[M, N] (out_dtype "f32" or "bf16"): row i = lhs[i] @ rhs[group(i)]; zero past
+    sum(group_sizes)."""
+    return _run_gmm(lhs, rhs, group_sizes, config, threads, weight, out_dtype, False, "lhs")
 
 
 @torch.library.custom_op("raggemm::gmm_dlhs", mutates_args=())
 def _gmm_dlhs(dout: torch.Tensor, rhs: torch.Tensor, group_sizes: torch.Tensor,
-              config: list[int], threads: int, weight: str) -> torch.Tensor:
-    """float32 [M, K]: row i = dout[i] @ rhs[group(i)]^T (the gradient wrt lhs)."""
-    return _run_gmm(dout, rhs, group_sizes, config, threads, weight, True, "dout")
+              config: list[int], threads: int, weight: str, out_dtype: str) -> torch.Tensor:
+    """[M, K] (out_dtype): row i = dout[i] @ rhs[group(i)]^T (the gradient wrt lhs)."""
+    return _run_gmm(dout, rhs, group_sizes, config, threads, weight, out_dtype, True, "dout")
 
 
 @torch.library.custom_op("raggemm::tgmm", mutates_args=())
 def _tgmm(lhs: torch.Tensor, dout: torch.Tensor, group_sizes: torch.Tensor, config: list[int],
-          threads: int, weight: str) -> torch.Tensor:
-    """float32 [G, K, N]: out[g] = lhs[rows g]^T @ dout[rows g] (the gradient wrt rhs)."""
+          threads: int, weight: str, out_dtype: str) -> torch.Tensor:
+    """[G, K, N] (out_dtype): out[g] = lhs[rows g]^T @ dout[rows g] (the gradient wrt rhs)."""
     tiles, kernel, buffers = _pass_args(config, 2)
     lhs, lhs_dtype = _operand(lhs, "lhs")
     dout, dout_dtype = _operand(dout, "dout")
@@ -118,30 +139,30 @@ def _tgmm(lhs: torch.Tensor, dout: torch.Tensor, group_sizes: torch.Tensor, conf
     if lhs.ndim != 2 or dout.ndim != 2 or sizes.ndim != 1:
         raise Error(f"lhs={list(lhs.shape)}, dout={list(dout.shape)}, "
                     f"group_sizes={list(sizes.shape)}: expected [M, K], [M, N] and [G]")
-    out = torch.empty((sizes.shape[0], lhs.shape[1], dout.shape[1]), dtype=torch.float32)
-    _raggemm.tgmm(lhs, lhs_dtype, dout, dout_dtype, sizes, sizes_dtype, out.numpy(), tiles, kernel,
-                  buffers, _threads(threads), 0, -1, None, "channel", weight)
+    out, raw = _empty_out((sizes.shape[0], lhs.shape[1], dout.shape[1]), out_dtype)
+    _raggemm.tgmm(lhs, lhs_dtype, dout, dout_dtype, sizes, sizes_dtype, raw, tiles, kernel,
+                  buffers, _threads(threads), 0, -1, None, "channel", weight, out_dtype, False)
     return out
 
 
 @_gmm.register_fake
-def _(lhs, rhs, group_sizes, config, threads, weight):
-    return lhs.new_empty((lhs.shape[0], rhs.shape[2]), dtype=torch.float32)
+def _(lhs, rhs, group_sizes, config, threads, weight, out_dtype):
+    return lhs.new_empty((lhs.shape[0], rhs.shape[2]), dtype=_OUT_DTYPES[out_dtype])
 
 
 @_gmm_dlhs.register_fake
-def _(dout, rhs, group_sizes, config, threads, weight):
-    return dout.new_empty((dout.shape[0], rhs.shape[1]), dtype=torch.float32)
+def _(dout, rhs, group_sizes, config, threads, weight, out_dtype):
+    return dout.new_empty((dout.shape[0], rhs.shape[1]), dtype=_OUT_DTYPES[out_dtype])
 
 
 @_tgmm.register_fake
-def _(lhs, dout, group_sizes, config, threads, weight):
+def _(lhs, dout, group_sizes, config, threads, weight, out_dtype):
     return lhs.new_empty((group_sizes.shape[0], lhs.shape[1], dout.shape[1]),
-                         dtype=torch.float32)
+                         dtype=_OUT_DTYPES[out_dtype])
 
 
 def _setup_context(ctx, inputs, output):
-    lhs, rhs, group_sizes, config, threads, weight = inputs
+    lhs, rhs, group_sizes, config, threads, weight, _ = inputs
     ctx.save_for_backward(lhs, rhs, group_sizes)
     ctx.settings = (config, threads, weight)  # the passes of the backward reuse them
 
@@ -160,17 +181,20 @@ def _backward_through(pass_of_a, pass_of_b):
         a, b, group_sizes = ctx.saved_tensors
         # bf16 operands take a bf16 gradient, as torch._grouped_mm's backward
         # does: the passes then run bf16 x bf16 on the kernels' bf16 dot
-        # products (twice the f32 rate) instead of widening both to f32. The
-        # op's own output is f32, so autograd hands back an f32 gradient.
+        # products (twice the f32 rate) instead of widening both to f32.
         if a.dtype == b.dtype == torch.bfloat16:
             grad = grad.to(torch.bfloat16)
         grad = grad.contiguous()
         grads = []
         for needed, operand, (op, operands) in zip(ctx.needs_input_grad, (a, b),
                                                    (pass_of_a, pass_of_b)):
-            grads.append(op(*operands(a, b, grad), group_sizes, *ctx.settings).to(operand.dtype)
+            # A bf16 operand's gradient is written bf16 by the kernels (no
+            # f32 temporary: at G = 128 experts the f32 weight gradient was
+            # 512 MiB and its cast a quarter of fwd+bwd); .to is then a no-op.
+            grads.append(op(*operands(a, b, grad), group_sizes, *ctx.settings,
+                            _kernel_out(operand.dtype)).to(operand.dtype)
                          if needed else None)
-        return (*grads, None, None, None, None)
+        return (*grads, None, None, None, None, None)
 
     return backward
 
@@ -210,7 +234,8 @@ def ragged_dot(lhs: torch.Tensor, rhs: torch.Tensor, group_sizes: torch.Tensor, 
     tensors), group_sizes ``[G]`` int32/int64 with sum <= M: group g owns the
     next group_sizes[g] rows. Returns ``[M, N]``; rows past sum(group_sizes)
     are zero. Accumulation is float32; the result has ``out_dtype``, else
-    the promoted dtype of lhs and rhs.
+    the promoted dtype of lhs and rhs (bfloat16 is written by the kernels,
+    rounded once from the float32 accumulator; float16 is cast).
 
     plan: a raggemm.Plan setting the fwd, dlhs and drhs passes' tiles,
     kernel and buffers (the backward runs our dlhs and tgmm passes); what it
@@ -220,8 +245,13 @@ def ragged_dot(lhs: torch.Tensor, rhs: torch.Tensor, group_sizes: torch.Tensor, 
     non-contiguous ones are copied. Bad input raises raggemm.Error.
     """
     config, threads = _plan_config(plan), _check_threads(threads)
-    out = _gmm(lhs, rhs, group_sizes, config, threads, (plan and plan.weight) or "")
-    return out.to(out_dtype or torch.promote_types(lhs.dtype, rhs.dtype))
+    if out_dtype is not None and out_dtype not in (torch.float32, torch.bfloat16, torch.float16):
+        raise Error(f"out_dtype={out_dtype}: expected torch.float32, torch.bfloat16 or "
+                    "torch.float16")
+    dtype = out_dtype or torch.promote_types(lhs.dtype, rhs.dtype)
+    out = _gmm(lhs, rhs, group_sizes, config, threads, (plan and plan.weight) or "",
+               _kernel_out(dtype))
+    return out.to(dtype)
 
 
 def grouped_mm(mat_a: torch.Tensor, mat_b: torch.Tensor, offs: torch.Tensor, *,

@@ -78,6 +78,15 @@ void run_gmm_item(const GmmProblem& p, const Schedule& s, const Bf16Microkernel&
   const int64_t chunk = one_tile ? std::min(kChunkCols, width) : width;
   uint16_t* packed_b = bf16_workspace(Slot::kPackedB, bf16_packed_size(chunk, kc_max, uk.nr));
   uint16_t* packed_a = bf16_workspace(Slot::kPackedA, bf16_packed_size(tm, kc_max, uk.mr));
+  // f32 output: the slices accumulate in place. bf16: in an f32 block of the
+  // item, rounded once by the store stage below.
+  const OutputView out = p.output();
+  const int64_t item_rows = item.row_end - item.row_begin;
+  float* acc = out.direct() ? nullptr : workspace(Slot::kAccumulator, item_rows * width);
+  auto c_at = [&](int64_t r, int64_t c) {
+    return acc ? acc + (r - item.row_begin) * width + (c - item.col_begin) : out.f32_at(r, c);
+  };
+  const int64_t ldc = acc ? width : p.n;
   for (int64_t k0 = 0; k0 < p.k; k0 += kc_max) {
     const int64_t kc = std::min(kc_max, p.k - k0);
     const Store store = k0 > 0 ? Store::kAccumulate : Store::kOverwrite;
@@ -97,16 +106,44 @@ void run_gmm_item(const GmmProblem& p, const Schedule& s, const Bf16Microkernel&
         if (!one_tile) {
           pack_pairs_along_rows(bits(p.lhs), p.lhs.ld, r0, rows, k0, kc, uk.mr, packed_a);
         }
-        macro_kernel_bf16(uk, kc, packed_a, rows, packed_b, cols, p.out + r0 * p.n + c0, p.n,
-                          store);
+        macro_kernel_bf16(uk, kc, packed_a, rows, packed_b, cols, c_at(r0, c0), ldc, store);
       }
     }
   }
   if (p.k == 0) {  // empty contraction: the product is zero
-    for (int64_t r = item.row_begin; r < item.row_end; ++r) {
-      std::fill_n(p.out + r * p.n + item.col_begin, width, 0.0f);
-    }
+    out.zero(item.row_begin, item.col_begin, item_rows, width);
+  } else if (acc) {
+    out.store(item.row_begin, item.col_begin, acc, width, item_rows, width);
   }
+}
+
+// A tile of a bf16 output, or one accumulated into (as tgmm v2's): the
+// slices accumulate in an f32 tile (or, f32 and one slice, in place with
+// C + acc), which the store stage writes once.
+void run_staged_tgmm_tile(const TgmmProblem& p, int64_t kc_max, const Bf16Microkernel& uk,
+                          const TgmmTile& tile, int64_t begin, int64_t end, const OutputView& out,
+                          int64_t out_row) {
+  const float* scale = p.out_group_scale ? p.out_group_scale + tile.group : nullptr;
+  if (end == begin) {
+    out.zero(out_row, tile.col0, tile.rows, tile.cols);  // nothing when accumulating
+    return;
+  }
+  uint16_t* packed_a = bf16_workspace(Slot::kPackedA, bf16_packed_size(tile.rows, kc_max, uk.mr));
+  uint16_t* packed_b = bf16_workspace(Slot::kPackedB, bf16_packed_size(tile.cols, kc_max, uk.nr));
+  const bool in_place = out.f32 && end - begin <= kc_max && !scale;
+  float* c = in_place ? out.f32_at(out_row, tile.col0)
+                      : workspace(Slot::kAccumulator, tile.rows * tile.cols);
+  const int64_t ldc = in_place ? p.n : tile.cols;
+  for (int64_t t0 = begin; t0 < end; t0 += kc_max) {
+    const int64_t kc = std::min(kc_max, end - t0);
+    pack_pairs_down_columns(bits(p.lhs), p.lhs.ld, t0, kc, end, tile.row0, tile.rows, uk.mr,
+                            packed_a);
+    pack_pairs_down_columns(bits(p.dout), p.dout.ld, t0, kc, end, tile.col0, tile.cols, uk.nr,
+                            packed_b);
+    macro_kernel_bf16(uk, kc, packed_a, tile.rows, packed_b, tile.cols, c, ldc,
+                      in_place || t0 > begin ? Store::kAccumulate : Store::kOverwrite);
+  }
+  if (!in_place) out.store(out_row, tile.col0, c, tile.cols, tile.rows, tile.cols, scale);
 }
 
 }  // namespace
@@ -118,8 +155,7 @@ bool bf16_dot_fits(const GmmProblem& p) {
 bool bf16_dot_fits(const TgmmProblem& p) { return plain_bf16(p.lhs) && plain_bf16(p.dout); }
 
 void bf16_gmm(const GmmProblem& p, const Schedule& s, const Bf16Microkernel& uk) {
-  zero_uncovered_rows(p.starts, p.group_offset, p.local_groups, p.m, p.out,
-                      p.n * static_cast<int64_t>(sizeof(float)));
+  zero_uncovered_rows(p.starts, p.group_offset, p.local_groups, p.m, p.output(), p.n);
   Schedule schedule = s;
   schedule.tiles.m = whole_panels(s.tiles.m, uk.mr);
   schedule.tiles.n = whole_panels(s.tiles.n, uk.nr);
@@ -138,11 +174,17 @@ void bf16_tgmm(const TgmmProblem& p, const Schedule& s, const Bf16Microkernel& u
     const int64_t g = item / tiling.tiles_per_group();
     costs[item] = p.starts[p.group_offset + g + 1] - p.starts[p.group_offset + g];
   }
+  const OutputView out = p.output();
   parallel_items_two_ended(costs, s.threads, [&](int64_t item) {
     const TgmmTile tile = tiling.tile(item);
     const int64_t begin = p.starts[p.group_offset + tile.group];
     const int64_t end = p.starts[p.group_offset + tile.group + 1];
-    float* c = p.out + tile.group * p.k * p.n + tile.row0 * p.n + tile.col0;
+    const int64_t out_row = tile.group * p.k + tile.row0;
+    if (!out.direct()) {
+      run_staged_tgmm_tile(p, kc_max, uk, tile, begin, end, out, out_row);
+      return;
+    }
+    float* c = out.f32_at(out_row, tile.col0);
     if (end == begin) {
       zero_tile(c, tile.rows, tile.cols, p.n);
     } else {

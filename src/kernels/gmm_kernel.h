@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/operand.h"
+#include "kernels/output_store.h"
 #include "raggemm/gmm.h"
 
 namespace raggemm::kernels {
@@ -56,9 +57,13 @@ struct GmmProblem {
   int64_t num_groups = 0;
   int64_t group_offset = 0;   // rhs group 0 is global group group_offset
   int64_t local_groups = 0;
-  float* out = nullptr;       // [M, n_out], contiguous
+  float* out = nullptr;       // [M, n_out], contiguous f32 output, or null:
+  uint16_t* out_bf16 = nullptr;  // the bf16 output instead (see kernels/output_store.h)
+  // out[i] += result for rows of the local groups; other rows are left as they are.
+  bool accumulate = false;
   Epilogue epilogue{};
   int64_t out_cols() const { return epilogue.swiglu ? n / 2 : n; }
+  OutputView output() const { return OutputView{out, out_bf16, out_cols(), accumulate}; }
 };
 
 struct TgmmProblem {
@@ -69,8 +74,12 @@ struct TgmmProblem {
   int64_t num_groups = 0;
   int64_t group_offset = 0;
   int64_t local_groups = 0;
-  float* out = nullptr;  // [local_groups, K, N], contiguous
+  float* out = nullptr;  // [local_groups, K, N], contiguous f32 output, or null:
+  uint16_t* out_bf16 = nullptr;  // the bf16 output instead (see kernels/output_store.h)
+  // out[g] += result instead of =; groups with no rows leave out[g] as it is.
+  bool accumulate = false;
   const float* out_group_scale = nullptr;  // optional per local group scalar scale
+  OutputView output() const { return OutputView{out, out_bf16, n, accumulate}; }
 };
 
 void gmm_v1(const GmmProblem& problem, const Schedule& schedule);

@@ -36,7 +36,8 @@ void gmm_v1(const GmmProblem& p, const Schedule& s) {
     const int64_t r0 = mt * t.m;
     const int64_t rows = std::min(t.m, p.m - r0);
     // Rows of this tile that no visit stores stay zero (rows past the groups).
-    for (int64_t r = r0; r < r0 + rows; ++r) std::fill_n(p.out + r * n + c0, width, 0.0f);
+    const OutputView out = p.output();
+    out.zero(r0, c0, rows, width);
     float* packed_a = workspace(Slot::kPackedA, packed_size(t.m, t.k, uk.mr));
     float* packed_b = workspace(Slot::kPackedB, packed_size(width, t.k, uk.nr));
     float* acc = workspace(Slot::kAccumulator, t.m * t.n);
@@ -51,9 +52,8 @@ void gmm_v1(const GmmProblem& p, const Schedule& s) {
         macro_kernel(uk, kc, packed_a, rows, packed_b, width, acc, t.n, k0 > 0, depth);
       }
       // Row mask: keep only the rows this group owns.
-      for (int64_t r = visit.row_begin; r < visit.row_end; ++r) {
-        std::memcpy(p.out + r * n + c0, acc + (r - r0) * t.n, sizeof(float) * width);
-      }
+      out.store(visit.row_begin, c0, acc + (visit.row_begin - r0) * t.n, t.n,
+                visit.row_end - visit.row_begin, width);
     }
   });
 }

@@ -88,10 +88,12 @@ void run_small_item(const GmmProblem& p, const Schedule& s, const Microkernel& u
   float* packed_b = workspace(Slot::kPackedB, packed_size(chunk, 1, uk.nr) * t.k);
   float* packed_a = workspace(Slot::kPackedA, packed_size(rows, t.k, uk.mr));
   const bool epilogue = p.epilogue.active();
-  const bool staged = epilogue || rows_alias(p.out_cols());
+  const OutputView out = p.output();
+  // A bf16 output accumulates in the f32 staging block and is rounded once.
+  const bool staged = epilogue || !out.direct() || rows_alias(p.out_cols());
   const int64_t acc_ld = staging_ld(width);
   float* acc = staged ? workspace(Slot::kAccumulator, rows * acc_ld) : nullptr;
-  float* c = staged ? acc : p.out + item.row_begin * p.out_cols() + item.col_begin;
+  float* c = staged ? acc : out.f32_at(item.row_begin, item.col_begin);
   const int64_t ldc = staged ? acc_ld : p.out_cols();
   const int depth = s.input_buffer_count - 1;
   for (int64_t k0 = 0; k0 < p.k; k0 += t.k) {
@@ -118,10 +120,7 @@ void run_small_item(const GmmProblem& p, const Schedule& s, const Microkernel& u
   if (epilogue) {
     apply_epilogue(p, item.group, item.row_begin, rows, item.col_begin, width, acc, acc_ld);
   } else if (staged) {
-    for (int64_t r = 0; r < rows; ++r) {
-      std::memcpy(p.out + (item.row_begin + r) * p.out_cols() + item.col_begin, acc + r * acc_ld,
-                  sizeof(float) * width);
-    }
+    out.store(item.row_begin, item.col_begin, acc, acc_ld, rows, width);
   }
 }
 
@@ -136,7 +135,9 @@ void run_item(const GmmProblem& p, const Schedule& s, const Microkernel& uk, int
   const Operand rhs = p.rhs.group(item.group);
   const int64_t width = item.col_end - item.col_begin;
   const bool swiglu = p.epilogue.swiglu;
-  const bool staged = p.epilogue.active();
+  const OutputView out = p.output();
+  // A bf16 output accumulates in the f32 item block and is rounded once.
+  const bool staged = p.epilogue.active() || !out.direct();
   const int64_t acc_cols = swiglu ? 2 * width : width;
   const int64_t item_rows = item.row_end - item.row_begin;
   const int64_t b_panel = packed_size(width, 1, uk.nr);  // floats per k step
@@ -162,8 +163,7 @@ void run_item(const GmmProblem& p, const Schedule& s, const Microkernel& uk, int
     for (int64_t r0 = item.row_begin; r0 < item.row_end; r0 += t.m) {
       const int64_t rows = std::min(t.m, item.row_end - r0);
       pack_a(p.lhs, r0, rows, k0, kc, uk.mr, packed_a);
-      float* c = staged ? acc + (r0 - item.row_begin) * acc_cols
-                        : p.out + r0 * p.out_cols() + item.col_begin;
+      float* c = staged ? acc + (r0 - item.row_begin) * acc_cols : out.f32_at(r0, item.col_begin);
       const int64_t ldc = staged ? acc_cols : p.out_cols();
       if (chunked_first_tile && r0 == item.row_begin) {
         for (int64_t c0 = 0; c0 < width; c0 += chunk_cols) {
@@ -190,14 +190,14 @@ void run_item(const GmmProblem& p, const Schedule& s, const Microkernel& uk, int
     if (staged) {
       std::fill(acc, acc + item_rows * acc_cols, 0.0f);
     } else {
-      for (int64_t r = item.row_begin; r < item.row_end; ++r) {
-        std::fill_n(p.out + r * p.out_cols() + item.col_begin, width, 0.0f);
-      }
+      out.zero(item.row_begin, item.col_begin, item_rows, width);
     }
   }
-  if (staged) {
+  if (p.epilogue.active()) {
     apply_epilogue(p, item.group, item.row_begin, item_rows, item.col_begin, width, acc,
                    acc_cols);
+  } else if (staged) {
+    out.store(item.row_begin, item.col_begin, acc, acc_cols, item_rows, width);
   }
 }
 
@@ -211,8 +211,7 @@ void gmm_v2(const GmmProblem& p, const Schedule& s) {
       return;
     }
   }
-  zero_uncovered_rows(p.starts, p.group_offset, p.local_groups, p.m, p.out,
-                      p.out_cols() * static_cast<int64_t>(sizeof(float)));
+  zero_uncovered_rows(p.starts, p.group_offset, p.local_groups, p.m, p.output(), p.out_cols());
   const Microkernel uk = select_microkernel();
   const int64_t chunk_cols = b_chunk_cols(this_machine_model(s.threads).caches.l2, s.tiles.k, uk.nr);
   const auto [items, costs] = group_items(p.starts, p.group_offset, p.local_groups,

@@ -35,13 +35,11 @@ int64_t group_row_ranges(const int64_t* starts, int64_t group_offset, int64_t lo
 }
 
 void zero_uncovered_rows(const int64_t* starts, int64_t group_offset, int64_t local_groups,
-                         int64_t m, void* out, int64_t row_bytes) {
+                         int64_t m, const OutputView& out, int64_t cols) {
   const int64_t first = starts[group_offset];
   const int64_t last = starts[group_offset + local_groups];
-  char* bytes = static_cast<char*>(out);
-  if (first > 0) std::memset(bytes, 0, static_cast<size_t>(first * row_bytes));
-  if (m > last)
-    std::memset(bytes + last * row_bytes, 0, static_cast<size_t>((m - last) * row_bytes));
+  if (first > 0) out.zero(0, 0, first, cols);
+  if (m > last) out.zero(last, 0, m - last, cols);
 }
 
 }  // namespace raggemm::kernels

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/output_store.h"
+
 namespace raggemm::kernels {
 
 constexpr int64_t kRowTilesPerItem = 4;
@@ -40,9 +42,11 @@ int64_t group_row_ranges(const int64_t* starts, int64_t group_offset, int64_t lo
                          int64_t rows_per_item);
 
 // Zero-fills the output rows that no local group covers (rows before the
-// first local group's and from the last one's end to m), row_bytes a row.
+// first local group's and from the last one's end to m), `cols` columns a
+// row, through the output's store stage: bf16 zeros for a bf16 output, and
+// nothing when accumulating (out + 0 leaves those rows as they were).
 void zero_uncovered_rows(const int64_t* starts, int64_t group_offset, int64_t local_groups,
-                         int64_t m, void* out, int64_t row_bytes);
+                         int64_t m, const OutputView& out, int64_t cols);
 
 // A tile extent rounded down to whole micro-panels of `panel` (at least one).
 inline int64_t whole_panels(int64_t tile, int panel) {

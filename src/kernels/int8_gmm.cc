@@ -218,13 +218,23 @@ void run_item(const Int8GmmProblem& p, const Schedule& s, const Int8Microkernel&
           }
         }
       }
-      // Output stage: exact integer sums, then both scales.
+      // Output stage: exact integer sums, then both scales (then, for a
+      // bf16 output, one rounding of that f32 value).
       for (int64_t i = 0; i < rows; ++i) {
         const float row_scale = p.row_scale[r0 + i];
         const int32_t* sums = acc + i * width;
-        float* out = p.out + (r0 + i) * p.n + c0;
-        for (int64_t j = 0; j < width; ++j) {
-          out[j] = static_cast<float>(sums[j] - correction[j]) * row_scale * col_scales[j];
+        auto value = [&](int64_t j) {
+          return static_cast<float>(sums[j] - correction[j]) * row_scale * col_scales[j];
+        };
+        if (p.accumulate) {
+          const OutputView out = p.output();
+          for (int64_t j = 0; j < width; ++j) out.store_value(r0 + i, c0 + j, value(j));
+        } else if (p.out) {
+          float* out = p.out + (r0 + i) * p.n + c0;
+          for (int64_t j = 0; j < width; ++j) out[j] = value(j);
+        } else {
+          uint16_t* out = p.out_bf16 + (r0 + i) * p.n + c0;
+          for (int64_t j = 0; j < width; ++j) out[j] = core::bf16_bits_of(value(j));
         }
       }
     }
@@ -237,8 +247,7 @@ bool int8_gmm_available() { return std::string(select_int8_microkernel().target)
 
 void int8_gmm(const Int8GmmProblem& p, const Schedule& s, const Int8Microkernel* kernel) {
   const Int8Microkernel& uk = kernel ? *kernel : select_int8_microkernel();
-  zero_uncovered_rows(p.starts, p.group_offset, p.local_groups, p.m, p.out,
-                      p.n * static_cast<int64_t>(sizeof(float)));
+  zero_uncovered_rows(p.starts, p.group_offset, p.local_groups, p.m, p.output(), p.n);
   // Items: (group, up to kRowTilesPerItem m-tiles of its rows), over all
   // columns, so each item packs its A rows once. When that gives too few
   // items to keep the threads busy, columns are split into n-tiles as well.

@@ -30,7 +30,10 @@ struct Int8GmmProblem {
   int64_t num_groups = 0;
   int64_t group_offset = 0;
   int64_t local_groups = 0;
-  float* out = nullptr;  // [M, N], contiguous
+  float* out = nullptr;  // [M, N], contiguous f32 output, or null:
+  uint16_t* out_bf16 = nullptr;  // the bf16 output instead, rounded once in the output stage
+  bool accumulate = false;       // out += result (rows of other groups left as they are)
+  OutputView output() const { return OutputView{out, out_bf16, n, accumulate}; }
 };
 
 // Whether the fast path is worth taking here (a SIMD int8 kernel exists).

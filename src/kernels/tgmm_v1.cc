@@ -3,7 +3,9 @@
 // order. Each output tile (K-tile, N-tile) walks every visit in order: the lhs
 // tile is packed with the rows of other groups masked to zero, multiplied
 // into an accumulator, and the accumulator is written to out[g] when the
-// visits move on to the next group. Groups with no visit are zero.
+// visits move on to the next group (f32 or bf16, overwritten or accumulated
+// into: kernels/output_store.h). Groups with no visit are zero, or left as
+// they are when accumulating.
 #include <algorithm>
 #include <cstring>
 
@@ -30,8 +32,9 @@ void tgmm_v1(const TgmmProblem& p, const Schedule& s) {
   const int depth = s.input_buffer_count - 1;
   parallel_items(costs, s.threads, [&](int64_t item) {
     const TgmmTile tile = tiling.tile(item);
+    const OutputView out = p.output();
     for (int64_t g = 0; g < p.local_groups; ++g) {
-      zero_tile(p.out + g * p.k * p.n + tile.row0 * p.n + tile.col0, tile.rows, tile.cols, p.n);
+      out.zero(g * p.k + tile.row0, tile.col0, tile.rows, tile.cols);  // none when accumulating
     }
     float* packed_a = workspace(Slot::kPackedA, packed_size(t.m, t.k, uk.mr));
     float* packed_b = workspace(Slot::kPackedB, packed_size(t.n, t.k, uk.nr));
@@ -48,13 +51,9 @@ void tgmm_v1(const TgmmProblem& p, const Schedule& s) {
       macro_kernel(uk, kc, packed_a, tile.rows, packed_b, tile.cols, acc, t.n, !first, depth);
       const bool last = v + 1 == visits || meta.visits[v + 1].group != visit.group;
       if (last) {
-        float* c = p.out + visit.group * p.k * p.n + tile.row0 * p.n + tile.col0;
-        for (int64_t i = 0; i < tile.rows; ++i) {
-          std::memcpy(c + i * p.n, acc + i * t.n, sizeof(float) * tile.cols);
-        }
-        TgmmTile scaled = tile;
-        scaled.group = visit.group;
-        scale_tile(p, scaled, c);
+        const float* scale = p.out_group_scale ? p.out_group_scale + visit.group : nullptr;
+        out.store(visit.group * p.k + tile.row0, tile.col0, acc, t.n, tile.rows, tile.cols,
+                  scale);
       }
     }
   });

@@ -29,6 +29,12 @@ kernels::Operand operand_of(const TensorView& view, int64_t ld) {
   return kernels::Operand{view.data, view.dtype, ld, {}};
 }
 
+// The kernels' output pointers: f32 or bf16 (validated by check_out_tensor).
+void set_output(const TensorView& out, float** f32, uint16_t** bf16) {
+  *f32 = out.dtype == DType::kF32 ? out.as<float>() : nullptr;
+  *bf16 = out.dtype == DType::kBF16 ? out.as<uint16_t>() : nullptr;
+}
+
 int resolve_threads(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
 
 struct GmmShape {
@@ -73,6 +79,7 @@ GmmShape check_gmm(const TensorView& lhs, const TensorView& rhs, const TensorVie
   ops::check_tiles(o.tiles, "tiles");
   ops::check_threads(o.threads, "threads");
   ops::check_buffer_count(o.input_buffer_count, "input_buffer_count");
+  ops::check_out_dtype(o.out_dtype);
   const bool staged = o.fuse_swiglu || o.col_scale || o.col_bias || o.row_scale;
   if (o.kernel == KernelVersion::kV1 && staged) {
     fail("kernel", "v1",
@@ -95,7 +102,7 @@ GmmShape check_gmm(const TensorView& lhs, const TensorView& rhs, const TensorVie
 void gmm_into(const TensorView& lhs, const TensorView& rhs, const TensorView& group_sizes,
               const TensorView& out, const GmmOptions& o) {
   GmmShape s = check_gmm(lhs, rhs, group_sizes, o);
-  ops::check_tensor(out, "out", 2, {DType::kF32});
+  ops::check_out_tensor(out, 2, o.out_dtype);
   ops::check_dim(out, "out", 0, s.m, "rows of lhs");
   ops::check_dim(out, "out", 1, s.out_cols, "output columns");
 
@@ -111,7 +118,8 @@ void gmm_into(const TensorView& lhs, const TensorView& rhs, const TensorView& gr
   p.num_groups = group_sizes.dim(0);
   p.group_offset = o.group_offset;
   p.local_groups = s.local_groups;
-  p.out = out.as<float>();
+  set_output(out, &p.out, &p.out_bf16);
+  p.accumulate = o.accumulate;
   p.epilogue.swiglu = o.fuse_swiglu;
   p.epilogue.col_scale = check_column_vector(o.col_scale, "col_scale", s.rhs_groups, s.n,
                                              &p.epilogue.col_scale_group_stride);
@@ -135,7 +143,10 @@ void gmm_into(const TensorView& lhs, const TensorView& rhs, const TensorView& gr
 Tensor gmm(const TensorView& lhs, const TensorView& rhs, const TensorView& group_sizes,
            const GmmOptions& options) {
   GmmShape s = check_gmm(lhs, rhs, group_sizes, options);
-  Tensor out(DType::kF32, {s.m, s.out_cols});
+  if (options.accumulate) {
+    fail("accumulate", "true", "gmm allocates its output: accumulate into one with gmm_into");
+  }
+  Tensor out(options.out_dtype, {s.m, s.out_cols});
   gmm_into(lhs, rhs, group_sizes, out, options);
   return out;
 }
@@ -144,7 +155,7 @@ Tensor gmm(const TensorView& lhs, const TensorView& rhs, const TensorView& group
 void tgmm_into(const TensorView& lhs, const TensorView& dout, const TensorView& group_sizes,
                const TensorView& out, const TgmmOptions& o) {
   ops::TgmmShape s = ops::check_tgmm_args(lhs, dout, group_sizes, o);
-  ops::check_tensor(out, "out", 3, {DType::kF32});
+  ops::check_out_tensor(out, 3, o.out_dtype);
   ops::check_dim(out, "out", 0, s.local_groups, "groups");
   ops::check_dim(out, "out", 1, s.k, "K of lhs");
   ops::check_dim(out, "out", 2, s.n, "N of dout");
@@ -159,7 +170,8 @@ void tgmm_into(const TensorView& lhs, const TensorView& dout, const TensorView& 
   p.num_groups = group_sizes.dim(0);
   p.group_offset = o.group_offset;
   p.local_groups = s.local_groups;
-  p.out = out.as<float>();
+  set_output(out, &p.out, &p.out_bf16);
+  p.accumulate = o.accumulate;
 
   kernels::Schedule schedule;
   // Kernel terms: m tiles K, k tiles the tokens, n tiles N.
@@ -178,7 +190,10 @@ void tgmm_into(const TensorView& lhs, const TensorView& dout, const TensorView& 
 Tensor tgmm(const TensorView& lhs, const TensorView& dout, const TensorView& group_sizes,
             const TgmmOptions& options) {
   ops::TgmmShape s = ops::check_tgmm_args(lhs, dout, group_sizes, options);
-  Tensor out(DType::kF32, {s.local_groups, s.k, s.n});
+  if (options.accumulate) {
+    fail("accumulate", "true", "tgmm allocates its output: accumulate into one with tgmm_into");
+  }
+  Tensor out(options.out_dtype, {s.local_groups, s.k, s.n});
   tgmm_into(lhs, dout, group_sizes, out, options);
   return out;
 }

@@ -124,6 +124,7 @@ PassShape check_gmm_pass(const TensorView& lhs, const QuantizedTensor& weight,
   ops::check_tiles(o.tiles, "tiles");
   ops::check_threads(o.threads, "threads");
   ops::check_buffer_count(o.input_buffer_count, "input_buffer_count");
+  ops::check_out_dtype(o.out_dtype);
   const bool staged = o.fuse_swiglu || o.col_scale || o.col_bias || o.row_scale;
   if (o.kernel == KernelVersion::kV1 && staged) {
     fail("kernel", "v1",
@@ -254,7 +255,11 @@ Tensor run_quantized_gmm(const QuantizedGmmOperands& operands, const TensorView&
   const Shape& w = operands.rhs.values.shape();
   require(w.size() == 3, "weight", shape_string(w), "expected [G, K, N]");
   const int64_t n = w[o.transpose_rhs ? 1 : 2];
-  Tensor out(DType::kF32, {lhs_shape[0], o.fuse_swiglu ? n / 2 : n});
+  if (o.accumulate) {
+    fail("accumulate", "true",
+         "run_quantized_gmm allocates its output: accumulate with run_quantized_gmm_into");
+  }
+  Tensor out(o.out_dtype, {lhs_shape[0], o.fuse_swiglu ? n / 2 : n});
   run_quantized_gmm_into(operands, group_sizes, out.view(), o, quant);
   return out;
 }
@@ -275,10 +280,11 @@ void run_quantized_gmm_into(const QuantizedGmmOperands& operands, const TensorVi
                                  o.group_offset, s.local_groups, o.kernel, schedule.threads, block,
                                  setting);
   schedule.input_buffer_count = o.input_buffer_count;
-  ops::check_tensor(out_view, "out", 2, {DType::kF32});
+  ops::check_out_tensor(out_view, 2, o.out_dtype);
   ops::check_dim(out_view, "out", 0, s.m, "rows of lhs");
   ops::check_dim(out_view, "out", 1, s.out_cols, "output columns");
-  float* const out = out_view.as<float>();
+  float* const out = out_view.dtype == DType::kF32 ? out_view.as<float>() : nullptr;
+  uint16_t* const out_bf16 = out_view.dtype == DType::kBF16 ? out_view.as<uint16_t>() : nullptr;
 
   const bool staged = o.fuse_swiglu || o.col_scale || o.col_bias || o.row_scale;
   const bool per_row = lhs.granularity == Granularity::channel({0});
@@ -303,6 +309,8 @@ void run_quantized_gmm_into(const QuantizedGmmOperands& operands, const TensorVi
     p.group_offset = o.group_offset;
     p.local_groups = s.local_groups;
     p.out = out;
+    p.out_bf16 = out_bf16;
+    p.accumulate = o.accumulate;
     kernels::int8_gmm(p, schedule);
     return;
   }
@@ -323,6 +331,8 @@ void run_quantized_gmm_into(const QuantizedGmmOperands& operands, const TensorVi
   p.group_offset = o.group_offset;
   p.local_groups = s.local_groups;
   p.out = out;
+  p.out_bf16 = out_bf16;
+  p.accumulate = o.accumulate;
   // The caller's output stage (v2 only, checked above).
   auto column_vector = [&](const std::optional<TensorView>& v, const std::string& name,
                            int64_t* group_stride) -> const float* {
@@ -400,11 +410,32 @@ QuantizedTgmmOperands prepare_quantized_tgmm(const TensorView& lhs, const Tensor
 
 Tensor run_quantized_tgmm(const QuantizedTgmmOperands& operands, const TensorView& group_sizes,
                           const TgmmOptions& o) {
+  const TensorView lhs_shape(DType::kF32, operands.lhs.values.shape(),
+                             operands.lhs.values.data());
+  const TensorView dout_shape(DType::kF32, operands.dout.values.shape(),
+                              operands.dout.values.data());
+  const ops::TgmmShape s = ops::check_tgmm_args(lhs_shape, dout_shape, group_sizes, o);
+  if (o.accumulate) {
+    fail("accumulate", "true",
+         "run_quantized_tgmm allocates its output: accumulate with run_quantized_tgmm_into");
+  }
+  Tensor out(o.out_dtype, {s.local_groups, s.k, s.n});
+  run_quantized_tgmm_into(operands, group_sizes, out.view(), o);
+  return out;
+}
+
+void run_quantized_tgmm_into(const QuantizedTgmmOperands& operands,
+                             const TensorView& group_sizes, const TensorView& out,
+                             const TgmmOptions& o) {
   const QuantizedTensor& lhs = operands.lhs;
   const QuantizedTensor& dout = operands.dout;
   const TensorView lhs_shape(DType::kF32, lhs.values.shape(), lhs.values.data());
   const TensorView dout_shape(DType::kF32, dout.values.shape(), dout.values.data());
   const ops::TgmmShape s = ops::check_tgmm_args(lhs_shape, dout_shape, group_sizes, o);
+  ops::check_out_tensor(out, 3, o.out_dtype);
+  ops::check_dim(out, "out", 0, s.local_groups, "groups");
+  ops::check_dim(out, "out", 1, s.k, "K of lhs");
+  ops::check_dim(out, "out", 2, s.n, "N of dout");
   kernels::TgmmProblem p;
   p.lhs = codes_operand(lhs, operands.lhs_scales_in_kernel);
   // dout's per-column scales scale the output's columns; applied as dout is
@@ -417,8 +448,9 @@ Tensor run_quantized_tgmm(const QuantizedTgmmOperands& operands, const TensorVie
   p.num_groups = group_sizes.dim(0);
   p.group_offset = o.group_offset;
   p.local_groups = s.local_groups;
-  Tensor out(DType::kF32, {s.local_groups, s.k, s.n});
-  p.out = out.as<float>();
+  p.out = out.dtype == DType::kF32 ? out.as<float>() : nullptr;
+  p.out_bf16 = out.dtype == DType::kBF16 ? out.as<uint16_t>() : nullptr;
+  p.accumulate = o.accumulate;
   kernels::Schedule schedule;
   schedule.threads = resolve_threads(o.threads);
   schedule.tiles = ops::fill_default_tiles(o.tiles, ops::OpKind::kTgmm, s.k, s.m, s.n, s.starts,
@@ -430,7 +462,6 @@ Tensor run_quantized_tgmm(const QuantizedTgmmOperands& operands, const TensorVie
   } else {
     kernels::tgmm_v2(p, schedule);
   }
-  return out;
 }
 
 Tensor quantized_tgmm(const TensorView& lhs, const TensorView& dout, const TensorView& group_sizes,

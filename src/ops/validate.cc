@@ -81,6 +81,20 @@ void check_buffer_count(int input_buffer_count, const std::string& argument) {
   }
 }
 
+void check_out_dtype(DType out_dtype) {
+  if (out_dtype != DType::kF32 && out_dtype != DType::kBF16) {
+    fail("out_dtype", dtype_name(out_dtype), "unsupported output dtype (expected f32 or bf16)");
+  }
+}
+
+void check_out_tensor(const TensorView& out, int rank, DType out_dtype) {
+  check_tensor(out, "out", rank, {DType::kF32, DType::kBF16});
+  if (out.dtype != out_dtype) {
+    fail("out", dtype_name(out.dtype),
+         std::string("dtype must match out_dtype = ") + dtype_name(out_dtype));
+  }
+}
+
 int64_t check_local_groups(int64_t group_offset, int64_t local_groups, int64_t total_groups,
                            int64_t rhs_groups, const std::string& rhs_argument) {
   if (local_groups < 0) {
@@ -124,6 +138,7 @@ TgmmShape check_tgmm_args(const TensorView& lhs, const TensorView& dout,
   check_tiles(o.tiles, "tiles");
   check_threads(o.threads, "threads");
   check_buffer_count(o.input_buffer_count, "input_buffer_count");
+  check_out_dtype(o.out_dtype);
   checked_numel({s.local_groups, s.k, s.n}, "out");
   return s;
 }

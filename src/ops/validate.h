@@ -31,6 +31,12 @@ void check_tiles(const Tiles& tiles, const std::string& argument);
 void check_threads(int threads, const std::string& argument);
 void check_buffer_count(int input_buffer_count, const std::string& argument);
 
+// The options' out_dtype: kF32 or kBF16 (argument "out_dtype").
+void check_out_dtype(DType out_dtype);
+// A caller's output tensor: rank, contiguity, and a dtype of f32 or bf16
+// that equals out_dtype (argument "out", naming its dtype).
+void check_out_tensor(const TensorView& out, int rank, DType out_dtype);
+
 // Local expert range: returns the number of local groups.
 int64_t check_local_groups(int64_t group_offset, int64_t local_groups, int64_t total_groups,
                            int64_t rhs_groups, const std::string& rhs_argument);

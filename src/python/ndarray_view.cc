@@ -97,14 +97,15 @@ std::vector<int32_t> group_size_values(const std::optional<InputArray>& array, i
   return sizes;
 }
 
-TensorView view_of_output(const OutputArray& array, const char* argument) {
-  if (!holds(DType::kF32, array.dtype())) {
-    fail(argument, describe(array.dtype()), "expected a float32 array");
+TensorView view_of_output(const OutputArray& array, DType dtype, const char* argument) {
+  if (!holds(dtype, array.dtype())) {
+    fail(argument, describe(array.dtype()),
+         std::string("expected an array of ") + dtype_name(dtype) + " (the out_dtype)");
   }
   if (!is_c_contiguous(array)) fail(argument, shape_of(array), "array must be C-contiguous");
   Shape shape(array.ndim());
   for (size_t i = 0; i < array.ndim(); ++i) shape[i] = static_cast<int64_t>(array.shape(i));
-  return TensorView(DType::kF32, std::move(shape), array.data());
+  return TensorView(dtype, std::move(shape), array.data());
 }
 
 nb::dlpack::dtype numpy_dtype_of(DType dtype) {

@@ -35,8 +35,9 @@ std::vector<int32_t> group_size_values(const std::optional<InputArray>& array, i
 // A writable CPU array the ops write into.
 using OutputArray = nb::ndarray<nb::device::cpu>;
 
-// A view of `array`, which must be C-contiguous float32; the op checks its shape.
-TensorView view_of_output(const OutputArray& array, const char* argument);
+// A view of `array` as `dtype` (f32, or bf16 held as uint16 bits), which it
+// must hold, C-contiguous; the op checks its shape.
+TensorView view_of_output(const OutputArray& array, DType dtype, const char* argument);
 
 // A numpy array sharing `tensor`'s storage (no copy). fp8 codes come out as
 // uint8 (their raw bits; the Python layer views them as ml_dtypes floats).

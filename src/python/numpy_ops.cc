@@ -86,7 +86,8 @@ nb::object gmm(const InputArray& lhs, const std::string& lhs_dtype, const InputA
                                   const std::optional<InputArray>& row_scale,
                                   const std::optional<std::string>& quant,
                                   const std::string& rhs_scales, int64_t lhs_k_block,
-                                  const std::string& weight) {
+                                  const std::string& weight, const std::string& out_dtype,
+                                  bool accumulate) {
   const TensorView lhs_view = view_of(lhs, parse_dtype(lhs_dtype, "lhs"), "lhs");
   const TensorView rhs_view = view_of(rhs, parse_dtype(rhs_dtype, "rhs"), "rhs");
   const TensorView sizes_view =
@@ -107,7 +108,23 @@ nb::object gmm(const InputArray& lhs, const std::string& lhs_dtype, const InputA
   options.col_scale = optional_view(col_scale, "col_scale");
   options.col_bias = optional_view(col_bias, "col_bias");
   options.row_scale = optional_view(row_scale, "row_scale");
+  options.out_dtype = parse_dtype(out_dtype, "out_dtype");
+  options.accumulate = accumulate;
 
+  if (quant && out) {  // into the caller's array (accumulate needs one)
+    const QuantGmmOptions quant_options = QuantArgs{quant, rhs_scales, lhs_k_block}.options();
+    round_k_to_weight_blocks(quant_options, transpose_rhs, lhs_view.dim(1), options.tiles);
+    const TensorView out_view = view_of_output(*out, options.out_dtype, "out");
+    nb::gil_scoped_release release;
+    traced_gmm(pass, weight, config, lhs_view, rhs_view, sizes_view, local_groups, [&] {
+      const QuantizedTensor q_weight =
+          quantize_weight(rhs_view, quant_options.recipe, quant_options.rhs_scaling);
+      run_quantized_gmm_into(
+          prepare_quantized_gmm(lhs_view, q_weight, sizes_view, options, quant_options),
+          sizes_view, out_view, options, quant_options);
+    });
+    return nb::none();
+  }
   if (quant) {
     const QuantGmmOptions quant_options = QuantArgs{quant, rhs_scales, lhs_k_block}.options();
     round_k_to_weight_blocks(quant_options, transpose_rhs, lhs_view.dim(1), options.tiles);
@@ -120,7 +137,7 @@ nb::object gmm(const InputArray& lhs, const std::string& lhs_dtype, const InputA
     });
   }
   if (!out) fail("out", "None", "an output array is required");
-  const TensorView out_view = view_of_output(*out, "out");
+  const TensorView out_view = view_of_output(*out, options.out_dtype, "out");
   {
     nb::gil_scoped_release release;
     traced_gmm(pass, weight, config, lhs_view, rhs_view, sizes_view, local_groups,
@@ -135,7 +152,8 @@ nb::object tgmm(const InputArray& lhs, const std::string& lhs_dtype, const Input
                 const std::optional<TileTuple>& tiles, const std::string& kernel,
                                    int buffers, int threads, int64_t group_offset,
                                    int64_t local_groups, const std::optional<std::string>& quant,
-                                   const std::string& rhs_scales, const std::string& weight) {
+                                   const std::string& rhs_scales, const std::string& weight,
+                                   const std::string& out_dtype, bool accumulate) {
   const TensorView lhs_view = view_of(lhs, parse_dtype(lhs_dtype, "lhs"), "lhs");
   const TensorView dout_view = view_of(dout, parse_dtype(dout_dtype, "dout"), "dout");
   const TensorView sizes_view =
@@ -147,7 +165,20 @@ nb::object tgmm(const InputArray& lhs, const std::string& lhs_dtype, const Input
   apply(config, threads, options);
   options.group_offset = group_offset;
   options.local_groups = local_groups;
+  options.out_dtype = parse_dtype(out_dtype, "out_dtype");
+  options.accumulate = accumulate;
 
+  if (quant && out) {  // into the caller's array (accumulate needs one)
+    const QuantGmmOptions quant_options = QuantArgs{quant, rhs_scales, 0}.options();
+    const TensorView out_view = view_of_output(*out, options.out_dtype, "out");
+    nb::gil_scoped_release release;
+    traced_gmm(Pass::kGradRhs, weight, config, lhs_view, dout_view, sizes_view, local_groups, [&] {
+      run_quantized_tgmm_into(
+          prepare_quantized_tgmm(lhs_view, dout_view, sizes_view, options, quant_options),
+          sizes_view, out_view, options);
+    });
+    return nb::none();
+  }
   if (quant) {
     const QuantGmmOptions quant_options = QuantArgs{quant, rhs_scales, 0}.options();
     return quantized_to_numpy([&] {
@@ -161,7 +192,7 @@ nb::object tgmm(const InputArray& lhs, const std::string& lhs_dtype, const Input
     });
   }
   if (!out) fail("out", "None", "an output array is required");
-  const TensorView out_view = view_of_output(*out, "out");
+  const TensorView out_view = view_of_output(*out, options.out_dtype, "out");
   {
     nb::gil_scoped_release release;
     traced_gmm(Pass::kGradRhs, weight, config, lhs_view, dout_view, sizes_view, local_groups,
@@ -180,12 +211,14 @@ void bind_numpy_ops(nb::module_& module) {
              nb::arg("swiglu"),
              nb::arg("col_scale").none(), nb::arg("col_bias").none(),
              nb::arg("row_scale").none(), nb::arg("quant").none(), nb::arg("rhs_scales"),
-             nb::arg("lhs_k_block"), nb::arg("weight"));
+             nb::arg("lhs_k_block"), nb::arg("weight"), nb::arg("out_dtype") = "f32",
+             nb::arg("accumulate") = false);
   module.def("tgmm", &tgmm, nb::arg("lhs"), nb::arg("lhs_dtype"), nb::arg("dout"),
              nb::arg("dout_dtype"), nb::arg("group_sizes"), nb::arg("group_sizes_dtype"),
              nb::arg("out").none(), nb::arg("tiles").none(), nb::arg("kernel"), nb::arg("buffers"), nb::arg("threads"),
              nb::arg("group_offset"), nb::arg("local_groups"), nb::arg("quant").none(),
-             nb::arg("rhs_scales"), nb::arg("weight"));
+             nb::arg("rhs_scales"), nb::arg("weight"), nb::arg("out_dtype") = "f32",
+             nb::arg("accumulate") = false);
 }
 
 }  // namespace raggemm::python

@@ -1,7 +1,8 @@
 // XLA FFI handlers (CPU platform) for the three passes of ragged_dot, used by
 // raggemm.jax through jax.ffi.ffi_call. Each handler is a thin adapter: XLA
-// buffers become TensorViews and the public op writes the f32 result, zeros
-// past sum(group_sizes) and for empty groups included.
+// buffers become TensorViews and the public op writes the f32 or bf16 result
+// (the result buffer's type: a bf16 result is rounded once by the kernels),
+// zeros past sum(group_sizes) and for empty groups included.
 //
 // Reentrancy: XLA may run several handlers at once on its own threads. The
 // handlers keep no state; each call owns its options and the ops allocate
@@ -102,13 +103,14 @@ void run_gmm(Pass pass, const TensorView& a, const TensorView& rhs, const Tensor
   apply(config, static_cast<int>(attrs.threads), options);
   options.group_offset = attrs.group_offset;
   options.local_groups = attrs.local_groups;
+  options.out_dtype = out.dtype;  // f32 or bf16: the kernels write it directly
   traced_gmm(pass, std::string(attrs.weight), config, a, rhs, sizes, attrs.local_groups,
              [&] { gmm_into(a, rhs, sizes, out, options); });
 }
 
 // Forward: out[M,N] = lhs[M,K] @ rhs[g][K,N].
 ffi::Error forward(ffi::AnyBuffer lhs, ffi::AnyBuffer rhs, ffi::Buffer<ffi::S32> group_sizes,
-                   ffi::Buffer<ffi::S32> group_offset, ffi::ResultBuffer<ffi::F32> out,
+                   ffi::Buffer<ffi::S32> group_offset, ffi::Result<ffi::AnyBuffer> out,
                    int64_t tile_m, int64_t tile_k, int64_t tile_n, std::string_view kernel,
                    int64_t buffers, int64_t threads, int64_t local_groups,
                    std::string_view weight) {
@@ -116,13 +118,13 @@ ffi::Error forward(ffi::AnyBuffer lhs, ffi::AnyBuffer rhs, ffi::Buffer<ffi::S32>
     const PassAttrs attrs{tile_m,  tile_k,  tile_n, kernel, buffers, threads,
                           offset_of(group_offset), local_groups, weight};
     run_gmm(Pass::kForward, view_of(lhs, "lhs"), view_of(rhs, "rhs"),
-            view_of(group_sizes, DType::kI32), view_of(*out, DType::kF32), attrs);
+            view_of(group_sizes, DType::kI32), view_of(*out, "out"), attrs);
   });
 }
 
 // Grad wrt lhs: dlhs[M,K] = dout[M,N] @ rhs[g][K,N]^T.
 ffi::Error grad_lhs(ffi::AnyBuffer dout, ffi::AnyBuffer rhs, ffi::Buffer<ffi::S32> group_sizes,
-                    ffi::Buffer<ffi::S32> group_offset, ffi::ResultBuffer<ffi::F32> dlhs,
+                    ffi::Buffer<ffi::S32> group_offset, ffi::Result<ffi::AnyBuffer> dlhs,
                     int64_t tile_m, int64_t tile_k, int64_t tile_n, std::string_view kernel,
                     int64_t buffers, int64_t threads, int64_t local_groups,
                    std::string_view weight) {
@@ -130,13 +132,13 @@ ffi::Error grad_lhs(ffi::AnyBuffer dout, ffi::AnyBuffer rhs, ffi::Buffer<ffi::S3
     const PassAttrs attrs{tile_m,  tile_k,  tile_n, kernel, buffers, threads,
                           offset_of(group_offset), local_groups, weight};
     run_gmm(Pass::kGradLhs, view_of(dout, "dout"), view_of(rhs, "rhs"),
-            view_of(group_sizes, DType::kI32), view_of(*dlhs, DType::kF32), attrs);
+            view_of(group_sizes, DType::kI32), view_of(*dlhs, "out"), attrs);
   });
 }
 
 // Grad wrt rhs: drhs[g] = lhs[rows g]^T @ dout[rows g].
 ffi::Error grad_rhs(ffi::AnyBuffer lhs, ffi::AnyBuffer dout, ffi::Buffer<ffi::S32> group_sizes,
-                    ffi::Buffer<ffi::S32> group_offset, ffi::ResultBuffer<ffi::F32> drhs,
+                    ffi::Buffer<ffi::S32> group_offset, ffi::Result<ffi::AnyBuffer> drhs,
                     int64_t tile_m, int64_t tile_k, int64_t tile_n, std::string_view kernel,
                     int64_t buffers, int64_t threads, int64_t local_groups,
                    std::string_view weight) {
@@ -153,7 +155,8 @@ ffi::Error grad_rhs(ffi::AnyBuffer lhs, ffi::AnyBuffer dout, ffi::Buffer<ffi::S3
     apply(config, static_cast<int>(attrs.threads), options);
     options.group_offset = attrs.group_offset;
     options.local_groups = attrs.local_groups;
-    const TensorView out_view = view_of(*drhs, DType::kF32);
+    const TensorView out_view = view_of(*drhs, "out");
+    options.out_dtype = out_view.dtype;
     traced_gmm(Pass::kGradRhs, std::string(attrs.weight), config, lhs_view, dout_view,
                sizes_view, attrs.local_groups,
                [&] { tgmm_into(lhs_view, dout_view, sizes_view, out_view, options); });
@@ -161,14 +164,14 @@ ffi::Error grad_rhs(ffi::AnyBuffer lhs, ffi::AnyBuffer dout, ffi::Buffer<ffi::S3
 }
 
 // The three handlers share one signature: two operands, the group sizes, the
-// group offset, one f32 result and the pass attributes.
+// group offset, one f32 or bf16 result and the pass attributes.
 auto binding() {
   return ffi::Ffi::Bind()
       .Arg<ffi::AnyBuffer>()
       .Arg<ffi::AnyBuffer>()
       .Arg<ffi::Buffer<ffi::S32>>()
       .Arg<ffi::Buffer<ffi::S32>>()
-      .Ret<ffi::Buffer<ffi::F32>>()
+      .Ret<ffi::AnyBuffer>()
       .Attr<int64_t>("tile_m")
       .Attr<int64_t>("tile_k")
       .Attr<int64_t>("tile_n")

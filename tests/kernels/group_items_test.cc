@@ -51,8 +51,8 @@ TEST(GmmGroupItems, CoverEveryGroupRowAndColumnOnceAndZeroTheRest) {
                 col_step >= kCols ? static_cast<int64_t>(made.items.size())
                                   : static_cast<int64_t>(made.items.size()) / 4);
       std::vector<float> out(static_cast<size_t>(m * kCols), 1.0f);
-      zero_uncovered_rows(starts.data(), kOffset, kLocal, m, out.data(),
-                          kCols * static_cast<int64_t>(sizeof(float)));
+      zero_uncovered_rows(starts.data(), kOffset, kLocal, m,
+                          OutputView{out.data(), nullptr, kCols, false}, kCols);
       for (int64_t r = 0; r < m; ++r) {
         ASSERT_EQ(out[r * kCols], r >= first && r < last ? 1.0f : 0.0f) << r;
         ASSERT_EQ(out[r * kCols + kCols - 1], r >= first && r < last ? 1.0f : 0.0f) << r;

@@ -237,6 +237,22 @@ def test_preferred_element_type_bfloat16():
     got = rjax.ragged_dot(lhs, rhs, sizes, preferred_element_type=jnp.bfloat16)
     assert got.dtype == jnp.bfloat16
     assert rel_err(got, jax.lax.ragged_dot(lhs, rhs, sizes)) <= 1e-2
+    # Written by the kernels: the f32 result rounded once, bit for bit.
+    f32 = rjax.ragged_dot(lhs, rhs, sizes, preferred_element_type=jnp.float32)
+    np.testing.assert_array_equal(np.asarray(got).view(np.uint16),
+                                  np.asarray(f32.astype(jnp.bfloat16)).view(np.uint16))
+    jitted = jax.jit(functools.partial(rjax.ragged_dot, preferred_element_type=jnp.bfloat16))
+    np.testing.assert_array_equal(np.asarray(jitted(lhs, rhs, sizes)).view(np.uint16),
+                                  np.asarray(got).view(np.uint16))
+
+
+def test_bf16_cotangents_are_written_bf16_by_the_kernels():
+    lhs, rhs, sizes = random_problem(6)
+    lhs, rhs = lhs.astype(jnp.bfloat16), rhs.astype(jnp.bfloat16)
+    jaxpr = str(jax.make_jaxpr(jax.grad(loss(rjax.ragged_dot, sizes), argnums=(0, 1)))(lhs, rhs))
+    # Every pass of the backward writes bf16 (no f32 result then cast).
+    assert "mode=dlhs" in jaxpr and "mode=drhs" in jaxpr
+    assert "out_dtype=float32" not in jaxpr
 
 
 @pytest.mark.parametrize("seed", SEEDS[:4])

@@ -479,3 +479,100 @@ def test_plan_feeds_the_ops():
 def test_plan_errors(call, argument):
     with pytest.raises(ValueError, match=argument):
         call()
+
+
+# --- Output dtype and accumulation (out_dtype, out=, accumulate=) ---
+
+def _bf16_bits(array):
+    return np.asarray(array).view(np.uint16)
+
+
+@pytest.mark.parametrize("kernel", ["v1", "v2"])
+@pytest.mark.parametrize("dtype", [np.float32, BF16])
+def test_bf16_out_dtype_is_the_f32_result_rounded_bit_for_bit(kernel, dtype):
+    rng = np.random.default_rng(7)
+    sizes = np.array(GROUP_SIZES["sum_lt_m"], np.int32)
+    lhs = rng.standard_normal((M, K)).astype(dtype)
+    rhs = rng.standard_normal((G, K, N)).astype(dtype)
+    rhs_t = rng.standard_normal((G, N, K)).astype(dtype)
+    dout = rng.standard_normal((M, N)).astype(dtype)
+    for call in (lambda **o: raggemm.gmm(lhs, rhs, sizes, kernel=kernel, tiles=(4, 4, 4), **o),
+                 lambda **o: raggemm.gmm(lhs, rhs_t, sizes, transpose_rhs=True, kernel=kernel,
+                                         tiles=(4, 4, 4), **o),
+                 lambda **o: raggemm.tgmm(lhs, dout, sizes, kernel=kernel, tiles=(4, 4, 4), **o)):
+        f32 = call()
+        for name in (BF16, "bf16"):
+            got = call(out_dtype=name)
+            assert got.dtype == BF16
+            np.testing.assert_array_equal(_bf16_bits(got), _bf16_bits(f32.astype(BF16)))
+
+
+@pytest.mark.parametrize("out_dtype", [np.float32, BF16])
+def test_tgmm_accumulates_into_out_and_leaves_empty_groups(out_dtype):
+    rng = np.random.default_rng(8)
+    sizes = np.array(GROUP_SIZES["empty_first_last"], np.int32)
+    lhs = rng.standard_normal((M, K)).astype(np.float32)
+    dout = rng.standard_normal((M, N)).astype(np.float32)
+    result = raggemm.tgmm(lhs, dout, sizes, threads=2)
+    start = rng.standard_normal((G, K, N)).astype(out_dtype)
+    out = start.copy()
+    returned = raggemm.tgmm(lhs, dout, sizes, out=out, accumulate=True, threads=2)
+    assert returned is out
+    once = (start.astype(np.float32) + result).astype(out_dtype)
+    np.testing.assert_array_equal(out.view(np.uint8), once.view(np.uint8))
+    raggemm.tgmm(lhs, dout, sizes, out=out, accumulate=True, threads=2)
+    twice = (once.astype(np.float32) + result).astype(out_dtype)
+    np.testing.assert_array_equal(out.view(np.uint8), twice.view(np.uint8))
+    for g in (0, 3):  # the empty groups: untouched
+        np.testing.assert_array_equal(out[g].view(np.uint8), start[g].view(np.uint8))
+    # Without accumulate, out is overwritten (empty groups zeroed).
+    raggemm.tgmm(lhs, dout, sizes, out=out, threads=2)
+    np.testing.assert_array_equal(out.astype(np.float32), result.astype(out_dtype).astype(np.float32))
+
+
+def test_quantized_tgmm_accumulates_into_bf16_out():
+    rng = np.random.default_rng(9)
+    sizes = np.array(GROUP_SIZES["ragged"], np.int32)
+    lhs = rng.standard_normal((M, K)).astype(np.float32)
+    dout = rng.standard_normal((M, N)).astype(np.float32)
+    result = raggemm.tgmm(lhs, dout, sizes, quant="int8", threads=1)
+    start = rng.standard_normal((G, K, N)).astype(BF16)
+    out = start.copy()
+    raggemm.tgmm(lhs, dout, sizes, quant="int8", out=out, accumulate=True, threads=1)
+    want = (start.astype(np.float32) + result).astype(BF16)
+    np.testing.assert_array_equal(_bf16_bits(out), _bf16_bits(want))
+    got = raggemm.gmm(lhs, rng.standard_normal((G, K, N)).astype(np.float32), sizes,
+                      quant="int8", out_dtype=BF16)
+    assert got.dtype == BF16
+
+
+def test_bad_out_settings_raise_errors_naming_the_argument():
+    sizes = np.array(GROUP_SIZES["ragged"], np.int32)
+    lhs = np.ones((M, K), np.float32)
+    dout = np.ones((M, N), np.float32)
+    with pytest.raises(raggemm.Error, match="^out_dtype=.*float16"):
+        raggemm.gmm(lhs, np.ones((G, K, N), np.float32), sizes, out_dtype=np.float16)
+    with pytest.raises(raggemm.Error, match="^accumulate=True: needs out"):
+        raggemm.tgmm(lhs, dout, sizes, accumulate=True)
+    out = np.full((G, K, N), 7.0, np.float32)
+    with pytest.raises(raggemm.Error, match="^out=float32: dtype must match out_dtype"):
+        raggemm.tgmm(lhs, dout, sizes, out=out, out_dtype=BF16, accumulate=True)
+    with pytest.raises(raggemm.Error, match="^out=.*dim 1"):
+        raggemm.tgmm(lhs, dout, sizes, out=np.full((G, K + 1, N), 7.0, np.float32))
+    np.testing.assert_array_equal(out, 7.0)  # nothing written
+
+
+@pytest.mark.parametrize("out_dtype", [np.float32, BF16])
+@pytest.mark.parametrize("quant", [None, "int8"])
+def test_gmm_accumulates_into_out_for_the_rows_of_the_groups(out_dtype, quant):
+    rng = np.random.default_rng(10)
+    sizes = np.array(GROUP_SIZES["sum_lt_m"], np.int32)  # rows 6.. belong to no group
+    lhs = rng.standard_normal((M, K)).astype(np.float32)
+    rhs = rng.standard_normal((G, K, N)).astype(np.float32)
+    result = raggemm.gmm(lhs, rhs, sizes, quant=quant, threads=2)
+    start = rng.standard_normal((M, N)).astype(out_dtype)
+    out = start.copy()
+    assert raggemm.gmm(lhs, rhs, sizes, quant=quant, out=out, accumulate=True, threads=2) is out
+    want = (start.astype(np.float32) + result).astype(out_dtype)
+    np.testing.assert_array_equal(out.view(np.uint8), want.view(np.uint8))
+    np.testing.assert_array_equal(out[6:].view(np.uint8), start[6:].view(np.uint8))

@@ -221,9 +221,11 @@ def test_torch_compile_fullgraph_traces_an_moe_layer():
 def test_the_ops_pass_torch_library_opcheck():
     lhs, rhs, sizes = problem(10, 6, 5, [3, 0, 7])
     config = [0] * 15
-    torch.library.opcheck(torch.ops.raggemm.gmm.default, (lhs, rhs, sizes, config, 0, "wi"))
-    torch.library.opcheck(torch.ops.raggemm.tgmm.default,
-                          (lhs, torch.randn(10, 5), sizes, config, 0, "wi"))
+    for out_dtype in ("f32", "bf16"):
+        torch.library.opcheck(torch.ops.raggemm.gmm.default,
+                              (lhs, rhs, sizes, config, 0, "wi", out_dtype))
+        torch.library.opcheck(torch.ops.raggemm.tgmm.default,
+                              (lhs, torch.randn(10, 5), sizes, config, 0, "wi", out_dtype))
 
 
 def test_example_trains_an_moe_layer_as_the_torch_mm_loop_does():
@@ -245,3 +247,52 @@ def test_example_trains_an_moe_layer_as_the_torch_mm_loop_does():
     for ours, theirs in zip(losses["raggemm"], losses["torch.mm loop"]):
         assert ours == pytest.approx(theirs, rel=1e-4)
     assert losses["raggemm"][1] < losses["raggemm"][0], "one SGD step lowers the loss"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_bf16_out_dtype_is_written_by_the_kernels_as_the_f32_result_rounded(dtype):
+    # The bf16 output is the kernels' f32 accumulator rounded once (to
+    # nearest even, as Tensor.to does): bit for bit the f32 result cast.
+    lhs, rhs, sizes = problem(37, 19, 23, [5, 0, 12, 0, 9], dtype=dtype)
+    offs = torch.cumsum(sizes, 0, dtype=torch.int32)
+    f32 = rtorch.grouped_mm(lhs, rhs, offs, out_dtype=torch.float32)
+    got = rtorch.grouped_mm(lhs, rhs, offs, out_dtype=torch.bfloat16)
+    assert got.dtype == torch.bfloat16
+    assert torch.equal(got, f32.to(torch.bfloat16))
+    assert torch.equal(got[26:], torch.zeros_like(got[26:]))  # rows past the groups
+
+
+def test_bf16_weight_gradients_come_from_the_kernels_in_bf16():
+    # The backward of bf16 operands asks the kernels for bf16 gradients: the
+    # same bits as the f32 passes rounded, with no f32 gradient made.
+    lhs, rhs, sizes = problem(40, 24, 16, [10, 0, 25], dtype=torch.bfloat16)
+    grad = torch.randn(40, 16, generator=torch.Generator().manual_seed(5)).to(torch.bfloat16)
+    config = [0] * 15
+    drhs = torch.ops.raggemm.tgmm(lhs, grad, sizes, config, 1, "", "bf16")
+    dlhs = torch.ops.raggemm.gmm_dlhs(grad, rhs, sizes, config, 1, "", "bf16")
+    assert drhs.dtype == dlhs.dtype == torch.bfloat16
+    assert torch.equal(drhs, torch.ops.raggemm.tgmm(lhs, grad, sizes, config, 1, "", "f32")
+                       .to(torch.bfloat16))
+    assert torch.equal(dlhs, torch.ops.raggemm.gmm_dlhs(grad, rhs, sizes, config, 1, "", "f32")
+                       .to(torch.bfloat16))
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class OutputDtypes(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.calls = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            self.calls.append((str(func), getattr(out, "dtype", None)))
+            return out
+
+    a, b = lhs.clone().requires_grad_(True), rhs.clone().requires_grad_(True)
+    with OutputDtypes() as log:
+        (rtorch.ragged_dot(a, b, sizes, threads=1).float() * grad.float()).sum().backward()
+    assert torch.equal(b.grad, drhs) and torch.equal(a.grad, dlhs)
+    ours = [(name, dtype) for name, dtype in log.calls if name.startswith("raggemm.")]
+    # The forward and both backward passes ran, each writing bf16 itself.
+    assert sorted(name for name, _ in ours) == ["raggemm.gmm.default", "raggemm.gmm_dlhs.default",
+                                                "raggemm.tgmm.default"]
+    assert all(dtype == torch.bfloat16 for _, dtype in ours), ours
