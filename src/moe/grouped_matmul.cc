@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/group_offsets.h"
 #include "raggemm/error.h"
 #include "raggemm/gmm.h"
 #include "raggemm/quant.h"
@@ -14,9 +15,7 @@ namespace raggemm::moe {
 namespace {
 
 std::vector<int64_t> row_starts(const GroupedProblem& problem) {
-  std::vector<int64_t> starts(static_cast<size_t>(problem.groups) + 1, 0);
-  for (int64_t g = 0; g < problem.groups; ++g) starts[g + 1] = starts[g] + problem.group_sizes[g];
-  return starts;
+  return group_row_starts(std::span(problem.group_sizes, static_cast<size_t>(problem.groups)));
 }
 
 // The weight group of row i (an index into w), or -1 for a row no local
