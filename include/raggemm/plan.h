@@ -125,6 +125,9 @@ struct BlockPlan {
 //                                        each pass resolves from cache or heuristic)
 //   use_gmm_v2_{fwd,dlhs,drhs} = true|false  (that pass of both weights)
 //   input_buffer_count = 1..4           (all passes of both weights)
+//   {wi,wo}_input_buffer_count_{fwd,dlhs,drhs} = 1..4  (that weight and pass;
+//                                        beats input_buffer_count: applied
+//                                        after it by parse_plan_settings)
 // A bad value or an unknown key throws Error naming the key; an unknown key's
 // message suggests the nearest valid key.
 
