@@ -17,7 +17,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "raggemm/error.h"
-#include "raggemm/plan.h"
+#include "raggemm/moe_plan.h"
 
 namespace raggemm::cli {
 namespace {

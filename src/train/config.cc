@@ -13,7 +13,7 @@
 #include "train/model.h"
 #include "train/presets.h"
 #include "raggemm/error.h"
-#include "raggemm/plan.h"
+#include "raggemm/moe_plan.h"
 #include "raggemm/quant.h"
 #include "raggemm/train.h"
 #include "train/size_checks.h"

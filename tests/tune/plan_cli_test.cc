@@ -9,7 +9,7 @@
 
 #include "cli/bench_problem.h"
 #include "cli/cli_harness.h"
-#include "raggemm/plan.h"
+#include "raggemm/moe_plan.h"
 
 namespace raggemm {
 namespace {

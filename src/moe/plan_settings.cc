@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "raggemm/error.h"
-#include "raggemm/plan.h"
+#include "raggemm/moe_plan.h"
 
 namespace raggemm {
 namespace {
