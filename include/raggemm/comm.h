@@ -90,8 +90,17 @@ class Communicator {
   // The ranks with the same `color` form a new communicator, ordered by
   // `key` (MPI_Comm_split); every rank must call it.
   virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
-  // Ends the whole job with `message` printed by this rank; never returns.
+  // Ends the whole job; never returns. Prints nothing (nothing below cli/
+  // and train/ prints): the program presents `message` first, naming
+  // job_rank() of job_size(), then calls this. Across processes every rank
+  // ends with status 2; in one process (SingleProcessCommunicator) there is
+  // no other rank to stop, so it throws std::runtime_error(message) and the
+  // program's own error path presents it and exits.
   [[noreturn]] virtual void abort(const std::string& message) = 0;
+  // This process among all of the job's (MPI_COMM_WORLD), whichever
+  // communicator it holds; the rank an error message names.
+  virtual int job_rank() const { return rank(); }
+  virtual int job_size() const { return size(); }
 
   // Wall time spent inside the collectives so far.
   double seconds() const { return seconds_; }
@@ -119,8 +128,8 @@ class Communicator {
   friend class CommRequest;
 };
 
-// P = 1: every collective is a copy (or nothing); abort throws nothing, it
-// prints and exits.
+// P = 1: every collective is a copy (or nothing); abort throws the message
+// (there is no other process to end).
 class SingleProcessCommunicator final : public Communicator {
  public:
   int rank() const override { return 0; }

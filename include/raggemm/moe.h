@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "raggemm/dtype.h"
-#include "raggemm/plan.h"
+#include "raggemm/moe_plan.h"
 #include "raggemm/tensor.h"
 
 namespace raggemm {

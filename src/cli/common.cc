@@ -2,6 +2,8 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -205,6 +207,17 @@ Tensor to_storage(const Tensor& f32, DType dtype) {
   const int64_t count = f32.numel();
   for (int64_t i = 0; i < count; ++i) bits[i] = f32_to_bf16(in[i]);
   return out;
+}
+
+void abort_job(Communicator& comm, const std::string& message) {
+  if (comm.job_size() > 1) {
+    const std::string line = "error: rank " + std::to_string(comm.job_rank()) + " of " +
+                             std::to_string(comm.job_size()) + ": " + message + "\n";
+    std::fputs(line.c_str(), stderr);
+    std::fflush(stderr);
+  }
+  comm.abort(message);
+  std::abort();  // not reached: abort ends the job or throws
 }
 
 }  // namespace raggemm::cli

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "raggemm/allocation_limits.h"
+#include "raggemm/comm.h"
 #include "raggemm/dtype.h"
 #include "raggemm/gmm.h"
 #include "raggemm/tensor.h"
@@ -100,5 +101,12 @@ void check_problem_allocations(const SizeFactor& m, const SizeFactor& k, const S
 // The input in the storage dtype the user chose: f32 unchanged, bf16 rounded
 // to nearest even.
 Tensor to_storage(const Tensor& f32, DType dtype);
+
+// A rank that fails ends the whole job instead of leaving the others waiting
+// in a collective: prints "error: rank R of N: <message>" (one write, so the
+// ranks' lines do not interleave) and has the communicator end every rank
+// with status 2. With one process the communicator throws the message back
+// to main, which prints "error: <message>" as for any error.
+[[noreturn]] void abort_job(Communicator& comm, const std::string& message);
 
 }  // namespace raggemm::cli

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/common.h"
 #include "raggemm/comm.h"
 #include "raggemm/error.h"
 #include "raggemm/train.h"
@@ -115,7 +116,7 @@ int run_equivalence_command(std::vector<std::string> args) {
       if (print) std::cout << "kernels: " << config.kernel_selection << "\n";
     }
   } catch (const std::exception& e) {
-    if (c) c->abort(e.what());
+    if (c) abort_job(*c, e.what());
     throw;
   }
   const double seconds =

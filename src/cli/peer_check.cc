@@ -3,6 +3,8 @@
 #include <cmath>
 #include <vector>
 
+#include "core/group_offsets.h"
+
 namespace raggemm::bench {
 namespace {
 
@@ -16,12 +18,12 @@ struct Rows {
 Rows rows_of(const PeerOperands& p) {
   Rows rows;
   rows.group_of_row.assign(static_cast<size_t>(p.m), -1);
-  int64_t row = 0;
+  rows.first_row = group_row_starts(*p.group_sizes);
   for (size_t g = 0; g < p.group_sizes->size(); ++g) {
-    rows.first_row.push_back(row);
-    for (int32_t i = 0; i < (*p.group_sizes)[g]; ++i) rows.group_of_row[row++] = int64_t(g);
+    for (int64_t row = rows.first_row[g]; row < rows.first_row[g + 1]; ++row) {
+      rows.group_of_row[row] = int64_t(g);
+    }
   }
-  rows.first_row.push_back(row);
   return rows;
 }
 

@@ -5,8 +5,9 @@
 //       [key=value ...] [--cache PATH] [--no-cache] [--dist D] [--json]
 //
 // key=value are the plan config keys ({wi,wo}_tile_{fwd,dlhs,drhs}_{batch_seq,
-// embed_dim,mlp_dim}, use_gmm_v2[_fwd|_dlhs|_drhs], input_buffer_count). The
-// m, k, n printed are kernel tiles, after the model-dim mapping.
+// embed_dim,mlp_dim}, use_gmm_v2[_fwd|_dlhs|_drhs], input_buffer_count and
+// {wi,wo}_input_buffer_count_{fwd,dlhs,drhs}). The m, k, n printed are
+// kernel tiles, after the model-dim mapping.
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -16,7 +17,7 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "raggemm/error.h"
-#include "raggemm/plan.h"
+#include "raggemm/moe_plan.h"
 
 namespace raggemm::cli {
 namespace {

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/common.h"
 #include "raggemm/comm.h"
 #include "raggemm/error.h"
 #include "raggemm/train.h"
@@ -72,7 +73,7 @@ int run_train(std::vector<std::string> args) {
   try {
     train::run_training(config, std::cout, comm.get());
   } catch (const std::exception& e) {
-    comm->abort(e.what());
+    abort_job(*comm, e.what());
   }
   return 0;
 }

@@ -13,8 +13,8 @@
 #include "cli/command.h"
 #include "cli/common.h"
 #include "raggemm/error.h"
-#include "raggemm/plan.h"
-#include "tune/tune_block.h"
+#include "raggemm/moe_plan.h"
+#include "moe/tune_block.h"
 
 namespace raggemm::cli {
 namespace {

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <iostream>
+#include <stdexcept>
 
 #include "raggemm/error.h"
 
@@ -103,8 +103,7 @@ void Communicator::barrier() {
 // One process: every rank-0 block goes to rank 0.
 
 void SingleProcessCommunicator::abort(const std::string& message) {
-  std::cerr << "error: " << message << std::endl;
-  std::exit(2);
+  throw std::runtime_error(message);
 }
 
 void SingleProcessCommunicator::do_alltoallv(const void* send, const int64_t* send_rows, void* recv,

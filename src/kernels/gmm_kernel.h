@@ -45,9 +45,6 @@ struct Schedule {
   int input_buffer_count = 1;
 };
 
-// Row starts of every group: starts[g] .. starts[g+1], size G + 1.
-std::vector<int64_t> group_starts(const int32_t* sizes32, const int64_t* sizes64, int64_t groups);
-
 struct GmmProblem {
   Operand lhs;             // [M, K]
   GroupedOperand rhs;      // [K, N] per group, or [N, K] if transpose_rhs

@@ -10,28 +10,23 @@ namespace raggemm::kernels {
 void reference_gmm(const GmmProblem& p) {
   const int64_t out_cols = p.out_cols();
   const Epilogue& e = p.epilogue;
-  std::vector<double> acc(static_cast<size_t>(p.n));
-  for (int64_t r = 0; r < p.m; ++r) {
+  const ReferenceGroups groups{p.starts, p.group_offset, p.local_groups};
+  std::vector<Operand> rhs(static_cast<size_t>(std::max<int64_t>(p.local_groups, 0)));
+  for (int64_t g = 0; g < p.local_groups; ++g) rhs[g] = p.rhs.group(g);
+  const auto lhs_at = [&](int64_t r, int64_t q) -> double { return decode_element(p.lhs, r, q); };
+  const auto rhs_at = [&](int64_t g, int64_t q, int64_t j) -> double {
+    return p.transpose_rhs ? decode_element(rhs[g], j, q) : decode_element(rhs[g], q, j);
+  };
+  const auto finish = [&](int64_t r, int64_t g, double* acc) {
     float* out = p.out + r * out_cols;
-    int64_t g = -1;
-    for (int64_t h = 0; h < p.local_groups; ++h) {
-      if (r >= p.starts[p.group_offset + h] && r < p.starts[p.group_offset + h + 1]) g = h;
-    }
     if (g < 0) {
       for (int64_t j = 0; j < out_cols; ++j) out[j] = 0.0f;
-      continue;
+      return;
     }
-    const Operand rhs = p.rhs.group(g);
     for (int64_t j = 0; j < p.n; ++j) {
-      double sum = 0.0;
-      for (int64_t q = 0; q < p.k; ++q) {
-        const double b = p.transpose_rhs ? decode_element(rhs, j, q) : decode_element(rhs, q, j);
-        sum += static_cast<double>(decode_element(p.lhs, r, q)) * b;
-      }
-      if (e.row_scale) sum *= e.row_scale[r];
-      if (e.col_scale) sum *= e.col_scale[g * e.col_scale_group_stride + j];
-      if (e.col_bias) sum += e.col_bias[g * e.col_bias_group_stride + j];
-      acc[j] = sum;
+      if (e.row_scale) acc[j] *= e.row_scale[r];
+      if (e.col_scale) acc[j] *= e.col_scale[g * e.col_scale_group_stride + j];
+      if (e.col_bias) acc[j] += e.col_bias[g * e.col_bias_group_stride + j];
     }
     for (int64_t j = 0; j < out_cols; ++j) {
       if (e.swiglu) {
@@ -42,24 +37,21 @@ void reference_gmm(const GmmProblem& p) {
         out[j] = static_cast<float>(acc[j]);
       }
     }
-  }
+  };
+  reference_gmm_rows(groups, p.m, p.k, p.n, lhs_at, rhs_at, finish);
 }
 
 void reference_tgmm(const TgmmProblem& p) {
-  for (int64_t g = 0; g < p.local_groups; ++g) {
-    const int64_t begin = p.starts[p.group_offset + g];
-    const int64_t end = p.starts[p.group_offset + g + 1];
+  const ReferenceGroups groups{p.starts, p.group_offset, p.local_groups};
+  const auto lhs_at = [&](int64_t t, int64_t i) -> double { return decode_element(p.lhs, t, i); };
+  const auto dout_at = [&](int64_t t, int64_t j) -> double { return decode_element(p.dout, t, j); };
+  const auto finish = [&](int64_t g, int64_t i, const double* acc) {
     const double scale = p.out_group_scale ? p.out_group_scale[g] : 1.0;
-    for (int64_t i = 0; i < p.k; ++i) {
-      for (int64_t j = 0; j < p.n; ++j) {
-        double sum = 0.0;
-        for (int64_t t = begin; t < end; ++t) {
-          sum += static_cast<double>(decode_element(p.lhs, t, i)) * decode_element(p.dout, t, j);
-        }
-        p.out[(g * p.k + i) * p.n + j] = static_cast<float>(sum * scale);
-      }
+    for (int64_t j = 0; j < p.n; ++j) {
+      p.out[(g * p.k + i) * p.n + j] = static_cast<float>(acc[j] * scale);
     }
-  }
+  };
+  reference_tgmm_groups(groups, p.k, p.n, lhs_at, dout_at, finish);
 }
 
 }  // namespace raggemm::kernels

@@ -1,11 +1,13 @@
-// Grouped-matmul passes for the MoE layer: the public ops for float, naive
-// double-accumulation loops for the reference backend and for double.
+// Grouped-matmul passes for the MoE layer: the public ops for float, the
+// oracle's double-accumulation loops for the reference backend and for double.
 #include "moe/grouped_matmul.h"
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
+#include "core/group_offsets.h"
+#include "kernels/reference.h"  // the oracle (moves with the reference backend)
 #include "raggemm/error.h"
 #include "raggemm/gmm.h"
 #include "raggemm/quant.h"
@@ -14,19 +16,7 @@ namespace raggemm::moe {
 namespace {
 
 std::vector<int64_t> row_starts(const GroupedProblem& problem) {
-  std::vector<int64_t> starts(static_cast<size_t>(problem.groups) + 1, 0);
-  for (int64_t g = 0; g < problem.groups; ++g) starts[g + 1] = starts[g] + problem.group_sizes[g];
-  return starts;
-}
-
-// The weight group of row i (an index into w), or -1 for a row no local
-// group covers.
-int64_t weight_group_of(const GroupedProblem& p, const std::vector<int64_t>& starts, int64_t i) {
-  const int64_t first = p.group_offset, last = first + p.weight_groups();
-  if (i < starts[first] || i >= starts[last]) return -1;
-  int64_t g = first;
-  while (starts[g + 1] <= i) ++g;
-  return g - first;
+  return group_row_starts(std::span(problem.group_sizes, static_cast<size_t>(problem.groups)));
 }
 
 double pass_flops(const GroupedProblem& problem) {
@@ -113,79 +103,53 @@ const char* kernel_label(KernelVersion kernel) {
 }
 
 // ---------------------------------------------------------------------------
-// Naive loops with double accumulation (reference backend, and all of T=double).
+// The oracle's loops (kernels/reference.h) on plain T buffers, f64
+// accumulation: the reference backend, and all of T = double.
 
 template <class T>
 void naive_forward(const GroupedProblem& p, const T* x, const T* w, T* out, bool parallel = true) {
   const std::vector<int64_t> starts = row_starts(p);
-#pragma omp parallel if (parallel)
-  {
-    std::vector<double> acc(static_cast<size_t>(p.n));
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < p.m; ++i) {
-      T* out_row = out + i * p.n;
-      const int64_t g = weight_group_of(p, starts, i);
-      if (g < 0) {
-        for (int64_t j = 0; j < p.n; ++j) out_row[j] = T(0);
-        continue;
-      }
-      const T* wg = w + g * p.k * p.n;
-      std::fill(acc.begin(), acc.end(), 0.0);
-      for (int64_t kk = 0; kk < p.k; ++kk) {
-        const double a = static_cast<double>(x[i * p.k + kk]);
-        const T* w_row = wg + kk * p.n;
-        for (int64_t j = 0; j < p.n; ++j) acc[j] += a * static_cast<double>(w_row[j]);
-      }
-      for (int64_t j = 0; j < p.n; ++j) out_row[j] = static_cast<T>(acc[j]);
-    }
-  }
+  const kernels::ReferenceGroups groups{starts.data(), p.group_offset, p.weight_groups()};
+  kernels::reference_gmm_rows(
+      groups, p.m, p.k, p.n,
+      [&](int64_t i, int64_t kk) { return static_cast<double>(x[i * p.k + kk]); },
+      [&](int64_t g, int64_t kk, int64_t j) {
+        return static_cast<double>(w[(g * p.k + kk) * p.n + j]);
+      },
+      [&](int64_t i, int64_t, const double* acc) {
+        for (int64_t j = 0; j < p.n; ++j) out[i * p.n + j] = static_cast<T>(acc[j]);
+      },
+      parallel);
 }
 
+// dx[i] = dy[i] @ w[g]^T: the oracle's rows with the contraction over n.
 template <class T>
 void naive_grad_lhs(const GroupedProblem& p, const T* dy, const T* w, T* dx, bool parallel = true) {
   const std::vector<int64_t> starts = row_starts(p);
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t i = 0; i < p.m; ++i) {
-    T* dx_row = dx + i * p.k;
-    const int64_t g = weight_group_of(p, starts, i);
-    if (g < 0) {
-      for (int64_t kk = 0; kk < p.k; ++kk) dx_row[kk] = T(0);
-      continue;
-    }
-    const T* wg = w + g * p.k * p.n;
-    const T* dy_row = dy + i * p.n;
-    for (int64_t kk = 0; kk < p.k; ++kk) {
-      double acc = 0;
-      const T* w_row = wg + kk * p.n;
-      for (int64_t j = 0; j < p.n; ++j) {
-        acc += static_cast<double>(dy_row[j]) * static_cast<double>(w_row[j]);
-      }
-      dx_row[kk] = static_cast<T>(acc);
-    }
-  }
+  const kernels::ReferenceGroups groups{starts.data(), p.group_offset, p.weight_groups()};
+  kernels::reference_gmm_rows(
+      groups, p.m, p.n, p.k,
+      [&](int64_t i, int64_t j) { return static_cast<double>(dy[i * p.n + j]); },
+      [&](int64_t g, int64_t j, int64_t kk) {
+        return static_cast<double>(w[(g * p.k + kk) * p.n + j]);
+      },
+      [&](int64_t i, int64_t, const double* acc) {
+        for (int64_t kk = 0; kk < p.k; ++kk) dx[i * p.k + kk] = static_cast<T>(acc[kk]);
+      },
+      parallel);
 }
 
 template <class T>
 void naive_grad_rhs(const GroupedProblem& p, const T* x, const T* dy, T* dw, bool parallel = true) {
   const std::vector<int64_t> starts = row_starts(p);
-#pragma omp parallel if (parallel)
-  {
-    std::vector<double> acc(static_cast<size_t>(p.n));
-#pragma omp for schedule(static) collapse(2)
-    for (int64_t g = 0; g < p.weight_groups(); ++g) {
-      for (int64_t kk = 0; kk < p.k; ++kk) {
-        std::fill(acc.begin(), acc.end(), 0.0);
-        const int64_t global = g + p.group_offset;
-        for (int64_t i = starts[global]; i < starts[global + 1]; ++i) {
-          const double a = static_cast<double>(x[i * p.k + kk]);
-          const T* dy_row = dy + i * p.n;
-          for (int64_t j = 0; j < p.n; ++j) acc[j] += a * static_cast<double>(dy_row[j]);
-        }
-        T* dw_row = dw + (g * p.k + kk) * p.n;
-        for (int64_t j = 0; j < p.n; ++j) dw_row[j] = static_cast<T>(acc[j]);
-      }
-    }
-  }
+  const kernels::ReferenceGroups groups{starts.data(), p.group_offset, p.weight_groups()};
+  kernels::reference_tgmm_groups(
+      groups, p.k, p.n, [&](int64_t i, int64_t kk) { return static_cast<double>(x[i * p.k + kk]); },
+      [&](int64_t i, int64_t j) { return static_cast<double>(dy[i * p.n + j]); },
+      [&](int64_t g, int64_t kk, const double* acc) {
+        for (int64_t j = 0; j < p.n; ++j) dw[(g * p.k + kk) * p.n + j] = static_cast<T>(acc[j]);
+      },
+      parallel);
 }
 
 // ---------------------------------------------------------------------------

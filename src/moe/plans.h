@@ -9,7 +9,7 @@
 
 #include "moe/grouped_matmul.h"
 #include "raggemm/moe.h"
-#include "raggemm/plan.h"
+#include "raggemm/moe_plan.h"
 
 namespace raggemm::moe {
 

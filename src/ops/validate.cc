@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/group_offsets.h"
 #include "raggemm/error.h"
 
 // Every check is `if (!ok) fail(...)` rather than require(...): the value and
@@ -44,17 +45,17 @@ std::vector<int64_t> check_group_sizes(const TensorView& group_sizes, int64_t m)
   check_tensor(group_sizes, "group_sizes", 1, {DType::kI32, DType::kI64});
   const int64_t groups = group_sizes.dim(0);
   if (groups < 1) fail("group_sizes", shape_string(group_sizes.shape), "needs at least one group");
-  std::vector<int64_t> starts(static_cast<size_t>(groups) + 1, 0);
+  std::vector<int64_t> starts = group_row_starts(group_sizes);
   for (int64_t g = 0; g < groups; ++g) {
     const int64_t size = group_sizes.dtype == DType::kI32 ? group_sizes.as<const int32_t>()[g]
                                                           : group_sizes.as<const int64_t>()[g];
     if (size < 0) fail("group_sizes[" + std::to_string(g) + "]", to_display(size), "must be >= 0");
-    if (size > m - starts[g]) {
+    // starts saturate at INT64_MAX, so a sum that would overflow exceeds m here.
+    if (starts[g + 1] > m) {
       fail("group_sizes", "sum > " + std::to_string(m),
            "sum of group sizes exceeds the " + std::to_string(m) + " rows (at group " +
                std::to_string(g) + ", size " + std::to_string(size) + ")");
     }
-    starts[g + 1] = starts[g] + size;
   }
   return starts;
 }

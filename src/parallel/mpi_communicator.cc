@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdio>
 #include <cstdlib>
 #include <vector>
 
@@ -123,18 +122,22 @@ class MpiCommunicator final : public Communicator {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
-  void abort(const std::string& message) override {
-    // One write, so the ranks' lines do not interleave mid-line. The rank
-    // named is the job's (MPI_COMM_WORLD), whichever communicator aborts.
-    int world_rank = 0, world_size = 1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-    const std::string line = "error: rank " + std::to_string(world_rank) + " of " +
-                             std::to_string(world_size) + ": " + message + "\n";
-    std::fputs(line.c_str(), stderr);
-    std::fflush(stderr);
+  // The program has presented the message (Communicator::abort); this
+  // only ends every rank of the job.
+  [[noreturn]] void abort(const std::string&) override {
     MPI_Abort(MPI_COMM_WORLD, 2);
-    std::exit(2);  // MPI_Abort does not return; this satisfies [[noreturn]]
+    std::abort();  // MPI_Abort does not return; this satisfies [[noreturn]]
+  }
+
+  int job_rank() const override {
+    int world_rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    return world_rank;
+  }
+  int job_size() const override {
+    int world_size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    return world_size;
   }
 
  protected:

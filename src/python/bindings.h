@@ -21,7 +21,7 @@ void bind_plan(nanobind::module_& module);
 // Python layer builds a raggemm.PassConfig from it (numpy_plan.cc).
 nanobind::dict config_dict(const Tiles& tiles, KernelVersion kernel, int buffers);
 
-// tune: the CLI's block tuner into the tune cache (tune/tune_block.h).
+// tune: the CLI's block tuner into the tune cache (moe/tune_block.h).
 void bind_tune(nanobind::module_& module);
 
 // raggemm.trace: trace_start / trace_stop / trace_span (python/python_trace.h).

@@ -17,7 +17,7 @@
 #include "python/call_resolution.h"
 #include "python/ndarray_view.h"
 #include "raggemm/error.h"
-#include "raggemm/plan.h"
+#include "raggemm/moe_plan.h"
 
 namespace raggemm::python {
 namespace {

@@ -11,7 +11,7 @@
 #include "python/bindings.h"
 #include "python/ndarray_view.h"
 #include "raggemm/error.h"
-#include "tune/tune_block.h"
+#include "moe/tune_block.h"
 
 namespace raggemm::python {
 namespace {

@@ -13,7 +13,7 @@
 #include "train/model.h"
 #include "train/presets.h"
 #include "raggemm/error.h"
-#include "raggemm/plan.h"
+#include "raggemm/moe_plan.h"
 #include "raggemm/quant.h"
 #include "raggemm/train.h"
 #include "train/size_checks.h"
@@ -96,6 +96,15 @@ std::vector<ConfigKey> build_keys() {
   }
   std::vector<ConfigKey> rest = {
       {"input_buffer_count", "", "packed panels in flight, 1..4 (\"\": heuristic)"},
+  };
+  for (const char* weight : {"wi", "wo"}) {
+    for (const char* pass : {"fwd", "dlhs", "drhs"}) {
+      rest.push_back({std::string(weight) + "_input_buffer_count_" + pass, "",
+                      "packed panels in flight for " + std::string(weight) + " " + pass +
+                          ", 1..4 (\"\": input_buffer_count, else tuned cache or heuristic)"});
+    }
+  }
+  for (ConfigKey key : std::vector<ConfigKey>{
       {"gmm_autotune", "false",
        "tune the expert GMM shapes the tune cache lacks (3 s each), then use the cache"},
       {"enable_checkpointing", "false", "write checkpoints and resume from the last one"},
@@ -144,7 +153,9 @@ std::vector<ConfigKey> build_keys() {
       {"eval_steps", "4", "held-out batches per evaluation"},
       {"save_checkpoint_on_start", "false",
        "with enable_checkpointing: also save the initial parameters as step 0"},
-  };
+  }) {
+    rest.push_back(std::move(key));
+  }
   keys.insert(keys.end(), rest.begin(), rest.end());
   // Hardening (issue 16).
   keys.push_back({"allow_config_change_on_resume", "false",
@@ -304,7 +315,9 @@ BlockPlan build_plan(const Settings& s, const KernelSelection& kernels) {
       plan.weight(weight).pass(pass).kernel = kernels.kernel[static_cast<size_t>(pass)];
   }
   for (const std::string& key : plan_setting_keys()) {
-    if (key.find("_tile_") == std::string::npos && key != "input_buffer_count") continue;
+    if (key.find("_tile_") == std::string::npos &&
+        key.find("input_buffer_count") == std::string::npos)
+      continue;
     if (!s.get(key).empty()) apply_plan_setting(plan, key, s.get(key));
   }
   return plan;

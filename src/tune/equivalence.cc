@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/group_offsets.h"
+
 namespace raggemm::tune {
 namespace {
 
@@ -31,8 +33,7 @@ SampledReference sample_reference(const GmmShape& shape, const std::vector<int32
   SampledReference ref;
   const int64_t m = shape.m, k = shape.k, n = shape.n;
   ref.n = n;
-  std::vector<int64_t> starts(group_sizes.size() + 1, 0);
-  for (size_t g = 0; g < group_sizes.size(); ++g) starts[g + 1] = starts[g] + group_sizes[g];
+  const std::vector<int64_t> starts = group_row_starts(group_sizes);
   auto add_row = [&](int64_t offset, const std::vector<double>& sum, const std::vector<double>& abs_sum,
                      int64_t terms) {
     ref.row_offsets.push_back(offset);

@@ -80,27 +80,6 @@ ResolvedPassConfig resolve_problem(const GmmShape& shape, const KernelOverrides&
   return config;
 }
 
-ResolvedPassConfig resolve(const GmmPlan& plan, Weight weight, Pass pass, const ModelDims& dims,
-                           int64_t groups, const std::vector<int32_t>& group_sizes,
-                           const TuneCache* cache, DType dtype) {
-  const PassConfig& config = plan.pass(pass);
-  // Tiles set through the API (not the key parser) are checked here, named
-  // by their config key.
-  for (ModelDim dim : kAllModelDims) {
-    const std::optional<int64_t>& tile = config.tiles.at(dim);
-    require(!tile || *tile > 0,
-            std::string(weight_name(weight)) + "_tile_" + pass_name(pass) + "_" + model_dim_name(dim),
-            tile.value_or(0), "tile must be a positive integer");
-  }
-  GmmShape shape = block_pass_shape(weight, pass, dims, groups, group_sizes, dtype);
-  shape.quantization = config.quantization;
-  KernelOverrides overrides;
-  overrides.tiles = to_kernel_tiles(weight, pass, config.tiles);
-  overrides.kernel = config.kernel;
-  overrides.input_buffer_count = config.input_buffer_count;
-  return resolve_problem(shape, overrides, cache);
-}
-
 GmmOptions gmm_options(const ResolvedPassConfig& config, Pass pass) {
   GmmOptions options;
   options.transpose_rhs = pass == Pass::kGradLhs;

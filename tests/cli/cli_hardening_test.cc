@@ -13,7 +13,7 @@
 
 #include "cli/cli_harness.h"
 #include "raggemm/npy.h"
-#include "raggemm/plan.h"
+#include "raggemm/moe_plan.h"
 #include "support/gmm_case.h"
 
 namespace raggemm::testing {

@@ -77,3 +77,27 @@ TEST(SingleProcessCommunicator, LayerRunsAsWithoutOne) {
 
 }  // namespace
 }  // namespace raggemm::moe
+
+namespace raggemm {
+namespace {
+
+// Nothing below cli/ prints or exits: one process's abort throws the message
+// back to the program (which presents it), and writes nothing itself.
+TEST(SingleProcessCommunicator, AbortThrowsTheMessageAndPrintsNothing) {
+  SingleProcessCommunicator comm;
+  testing::internal::CaptureStderr();
+  testing::internal::CaptureStdout();
+  try {
+    comm.abort("rank failure");
+    ADD_FAILURE() << "abort returned";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "rank failure");
+  }
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
+  EXPECT_EQ(comm.job_rank(), 0);
+  EXPECT_EQ(comm.job_size(), 1);
+}
+
+}  // namespace
+}  // namespace raggemm

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/group_offsets.h"
 #include "raggemm/error.h"
 #include "raggemm/quant.h"
 
@@ -43,9 +44,7 @@ Tensor sizes_tensor(const std::vector<int32_t>& sizes) {
 }
 
 std::vector<int64_t> starts_of(const std::vector<int32_t>& sizes) {
-  std::vector<int64_t> starts{0};
-  for (int32_t s : sizes) starts.push_back(starts.back() + s);
-  return starts;
+  return group_row_starts(sizes);
 }
 
 // out[i] = lhs[i] @ rhs[g] (rhs [G,K,N]) or lhs[i] @ rhs[g]^T, in float64.

@@ -66,7 +66,16 @@ int main(int argc, char** argv) {
     const char* flag = "--abort-on-rank=";
     if (std::strncmp(argv[i], flag, std::strlen(flag)) == 0) {
       const int rank = std::atoi(argv[i] + std::strlen(flag));
-      if (g_world->rank() == rank) g_world->abort("deliberate failure on this rank");
+      if (g_world->rank() == rank) {
+        // As the CLI presents a failing rank (cli/common.h abort_job): the
+        // library prints nothing, the program prints, the communicator ends the job.
+        const std::string line = "error: rank " + std::to_string(g_world->job_rank()) + " of " +
+                                 std::to_string(g_world->job_size()) +
+                                 ": deliberate failure on this rank\n";
+        std::fputs(line.c_str(), stderr);
+        std::fflush(stderr);
+        g_world->abort("deliberate failure on this rank");
+      }
       g_world->barrier();  // the others wait here until the abort ends them
       return 3;            // never reached when the abort works
     }

@@ -456,6 +456,19 @@ def test_plan_explicit_settings_win_and_are_mapped_per_pass():
     hash(plan)  # usable as a static argument under jax.jit
 
 
+def test_plan_per_pass_buffer_counts_beat_the_global_key():
+    plan = raggemm.plan(4096, 1024, 768, 32, weight="wo", cache=False, settings={
+        "wo_input_buffer_count_dlhs": 3,
+        "input_buffer_count": 2,
+        "wi_input_buffer_count_fwd": 4,   # another weight's: leaves wo alone
+    })
+    assert plan.dlhs.buffers == 3 and dict(plan.dlhs.source)["buffers"] == "explicit"
+    assert plan.fwd.buffers == 2 and plan.drhs.buffers == 2
+    with pytest.raises(ValueError, match="wo_input_buffer_count_drhs=0"):
+        raggemm.plan(64, 32, 32, 4, weight="wo", cache=False,
+                     settings={"wo_input_buffer_count_drhs": 0})
+
+
 def test_plan_feeds_the_ops():
     plan = raggemm.plan(M, K, N, G, cache=False, settings=["wi_tile_fwd_batch_seq=8"])
     group_sizes = np.array(GROUP_SIZES["ragged"], np.int32)

@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "core/group_offsets.h"
 #include "kernels/gmm_kernel.h"
 #include "kernels/reference.h"
 #include "raggemm/gmm.h"
@@ -34,9 +35,7 @@ inline Tensor sizes_tensor(const std::vector<int64_t>& sizes) {
 }
 
 inline std::vector<int64_t> starts_of(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> starts(sizes.size() + 1, 0);
-  for (size_t g = 0; g < sizes.size(); ++g) starts[g + 1] = starts[g] + sizes[g];
-  return starts;
+  return group_row_starts(sizes);
 }
 
 inline kernels::Operand operand(const Tensor& t, int64_t ld) {

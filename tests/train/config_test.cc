@@ -299,6 +299,24 @@ TEST(TrajectoryChange, KeysMissingFromAnOlderConfigCompareWithTheirDefault) {
 }
 
 // The one tile limit (issue 16 item 7), named by the key.
+TEST(ConfigTest, PerPassInputBufferCountKeys) {
+  const TrainConfig config = resolve(parse_train_arguments(
+      {"wo_input_buffer_count_drhs=3", "input_buffer_count=2"}));
+  EXPECT_EQ(config.moe.plan.wo.pass(Pass::kGradRhs).input_buffer_count, 3);
+  EXPECT_EQ(config.moe.plan.wo.pass(Pass::kForward).input_buffer_count, 2);
+  EXPECT_EQ(config.moe.plan.wi.pass(Pass::kGradRhs).input_buffer_count, 2);
+  const TrainConfig unset = resolve(parse_train_arguments({"wi_input_buffer_count_fwd=1"}));
+  EXPECT_EQ(unset.moe.plan.wi.pass(Pass::kForward).input_buffer_count, 1);
+  EXPECT_FALSE(unset.moe.plan.wi.pass(Pass::kGradLhs).input_buffer_count.has_value());
+  try {
+    resolve(parse_train_arguments({"wi_input_buffer_count_dlhs=7"}));
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.argument(), "wi_input_buffer_count_dlhs");
+    EXPECT_NE(std::string(e.what()).find("=7"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ConfigTest, TileKeyAboveTheLimitNamesTheKey) {
   EXPECT_NO_THROW(resolve(parse_train_arguments({"wi_tile_fwd_batch_seq=65536"})));
   try {

@@ -9,7 +9,7 @@
 
 #include "cli/bench_problem.h"
 #include "cli/cli_harness.h"
-#include "raggemm/plan.h"
+#include "raggemm/moe_plan.h"
 
 namespace raggemm {
 namespace {
@@ -49,6 +49,17 @@ TEST(PlanCli, JsonHasExactlyTheDocumentedFields) {
     EXPECT_EQ(p["source"].size(), 5u);
     for (const char* field : {"m", "k", "n", "kernel", "buffers"}) EXPECT_EQ(p["source"][field], "heuristic");
   }
+}
+
+TEST(PlanCli, PerPassBufferCountShowsWithItsSource) {
+  TempDir dir;
+  const nlohmann::json plan =
+      plan_json(dir, {"wi_input_buffer_count_dlhs=3", "input_buffer_count=2", "wo_input_buffer_count_fwd=4"});
+  EXPECT_EQ(plan["passes"]["dlhs"]["buffers"], 3);
+  EXPECT_EQ(plan["passes"]["dlhs"]["source"]["buffers"], "explicit");
+  EXPECT_EQ(plan["passes"]["fwd"]["buffers"], 2);  // wo's key left wi alone
+  const nlohmann::json heuristic = plan_json(dir, {"wo_input_buffer_count_fwd=4"});
+  EXPECT_EQ(heuristic["passes"]["fwd"]["source"]["buffers"], "heuristic");
 }
 
 TEST(PlanCli, ExplicitKeysMapThroughTheTable) {
@@ -127,6 +138,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadArgs{{"wi_tile_fwd_batchseq=64"}, "wi_tile_fwd_batchseq", "'wi_tile_fwd_batch_seq'"},
                       BadArgs{{"use_gmm_v2_dhls=true"}, "use_gmm_v2_dhls", "'use_gmm_v2_dlhs'"},
                       BadArgs{{"input_buffer_count=9"}, "input_buffer_count=9", "1..4"},
+                      BadArgs{{"wo_input_buffer_count_drhs=0"}, "wo_input_buffer_count_drhs=0", "1..4"},
                       BadArgs{{"wi_tile_fwd_batch_seq"}, "wi_tile_fwd_batch_seq", "key=value"},
                       BadArgs{{"--weight", "w2"}, "--weight=w2", "wi or wo"}));
 

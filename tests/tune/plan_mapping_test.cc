@@ -7,7 +7,7 @@
 #include <string>
 
 #include "raggemm/error.h"
-#include "raggemm/plan.h"
+#include "raggemm/moe_plan.h"
 
 namespace raggemm {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "raggemm/error.h"
-#include "raggemm/plan.h"
+#include "raggemm/moe_plan.h"
 
 namespace raggemm {
 namespace {
@@ -38,18 +38,41 @@ TEST(PlanSettings, InputBufferCountSetsEveryPass) {
   }
 }
 
+TEST(PlanSettings, PerPassInputBufferCountSetsOnlyItsWeightAndPass) {
+  const BlockPlan plan = parse_plan_settings({"wo_input_buffer_count_dlhs=4"});
+  for (Weight weight : kAllWeights) {
+    for (Pass pass : kAllPasses) {
+      const bool named = weight == Weight::kWo && pass == Pass::kGradLhs;
+      EXPECT_EQ(plan.weight(weight).pass(pass).input_buffer_count,
+                named ? std::optional<int>(4) : std::nullopt)
+          << weight_name(weight) << " " << pass_name(pass);
+    }
+  }
+}
+
+TEST(PlanSettings, PerPassInputBufferCountBeatsTheGlobalKeyInEitherOrder) {
+  for (const std::vector<std::string>& settings :
+       {std::vector<std::string>{"input_buffer_count=2", "wi_input_buffer_count_drhs=3"},
+        std::vector<std::string>{"wi_input_buffer_count_drhs=3", "input_buffer_count=2"}}) {
+    const BlockPlan plan = parse_plan_settings(settings);
+    EXPECT_EQ(plan.wi.pass(Pass::kGradRhs).input_buffer_count, 3) << settings[0];
+    EXPECT_EQ(plan.wi.pass(Pass::kForward).input_buffer_count, 2) << settings[0];
+    EXPECT_EQ(plan.wo.pass(Pass::kGradRhs).input_buffer_count, 2) << settings[0];
+  }
+}
+
 TEST(PlanSettings, EveryListedKeyIsAccepted) {
   for (const std::string& key : plan_setting_keys()) {
     SCOPED_TRACE(key);
     BlockPlan plan;
-    const std::string value = key.find("tile") != std::string::npos ? "64"
-                              : key == "input_buffer_count"         ? "2"
-                                                                    : "true";
+    const std::string value = key.find("tile") != std::string::npos               ? "64"
+                              : key.find("input_buffer_count") != std::string::npos ? "2"
+                                                                                    : "true";
     EXPECT_NO_THROW(apply_plan_setting(plan, key, value));
     EXPECT_NE(plan, BlockPlan{});
     EXPECT_TRUE(is_plan_setting_key(key));
   }
-  EXPECT_EQ(plan_setting_keys().size(), 2u * 3u * 3u + 1u + 3u + 1u);
+  EXPECT_EQ(plan_setting_keys().size(), 2u * 3u * 3u + 1u + 3u + 1u + 2u * 3u);
 }
 
 struct BadValue {
@@ -81,7 +104,11 @@ INSTANTIATE_TEST_SUITE_P(
                     BadValue{"wo_tile_fwd_embed_dim", "99999999999999999999999"},
                     BadValue{"use_gmm_v2", "maybe"}, BadValue{"use_gmm_v2_fwd", "2"},
                     BadValue{"input_buffer_count", "0"}, BadValue{"input_buffer_count", "5"},
-                    BadValue{"input_buffer_count", "-1"}, BadValue{"input_buffer_count", "two"}));
+                    BadValue{"input_buffer_count", "-1"}, BadValue{"input_buffer_count", "two"},
+                    BadValue{"wi_input_buffer_count_fwd", "0"},
+                    BadValue{"wo_input_buffer_count_drhs", "5"},
+                    BadValue{"wi_input_buffer_count_dlhs", "2x"},
+                    BadValue{"wo_input_buffer_count_fwd", ""}));
 
 struct UnknownKey {
   std::string key;
@@ -113,7 +140,9 @@ INSTANTIATE_TEST_SUITE_P(
                     UnknownKey{"woo_tile_fwd_mlp_dim", "wo_tile_fwd_mlp_dim"},
                     UnknownKey{"use_gmm_v3", "use_gmm_v2"},
                     UnknownKey{"use_gmm_v2_dhls", "use_gmm_v2_dlhs"},
-                    UnknownKey{"input_buffers_count", "input_buffer_count"}));
+                    UnknownKey{"input_buffers_count", "input_buffer_count"},
+                    UnknownKey{"wi_input_buffer_count_fw", "wi_input_buffer_count_fwd"},
+                    UnknownKey{"wo_input_buffer_cnt_drhs", "wo_input_buffer_count_drhs"}));
 
 TEST(PlanSettings, MissingEqualsIsRejected) {
   BlockPlan plan;

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "raggemm/error.h"
-#include "raggemm/plan.h"
+#include "raggemm/moe_plan.h"
 
 namespace raggemm {
 namespace {
@@ -123,6 +123,34 @@ TEST_F(Resolve, BlockPlanGoesThroughTheTable) {
   // The same plan for wo fwd (a different op shape): heuristic, nothing explicit.
   const ResolvedPassConfig wo_fwd = resolve(plan.wo, Weight::kWo, Pass::kForward, dims, 4, {}, cache_.get());
   expect_sources(wo_fwd, {S::kHeuristic, S::kHeuristic, S::kHeuristic, S::kHeuristic, S::kHeuristic});
+}
+
+TEST_F(Resolve, PerPassInputBufferCountResolvesLikeTheTiles) {
+  // wi dlhs hits the cache (buffers 3); the per-pass key beats it, the global
+  // key beats it when no per-pass key names the pass, and a pass the cache
+  // lacks takes the heuristic's count unless a key is set.
+  const ModelDims dims{512, 384, 256};
+  const auto buffers_of = [&](const std::vector<std::string>& settings, Weight weight, Pass pass) {
+    const BlockPlan plan = parse_plan_settings(settings);
+    return resolve(plan.weight(weight), weight, pass, dims, 4, {}, cache_.get());
+  };
+  ResolvedPassConfig config = buffers_of({}, Weight::kWi, Pass::kGradLhs);
+  EXPECT_EQ(config.input_buffer_count, 3);
+  EXPECT_EQ(config.source.buffers, S::kCache);
+  config = buffers_of({"wi_input_buffer_count_dlhs=1"}, Weight::kWi, Pass::kGradLhs);
+  EXPECT_EQ(config.input_buffer_count, 1);
+  EXPECT_EQ(config.source.buffers, S::kExplicit);
+  EXPECT_EQ(config.source.m, S::kCache);  // only the buffers turn explicit
+  config = buffers_of({"wi_input_buffer_count_dlhs=1", "input_buffer_count=4"}, Weight::kWi,
+                      Pass::kGradLhs);
+  EXPECT_EQ(config.input_buffer_count, 1);
+  config = buffers_of({"wo_input_buffer_count_dlhs=1", "input_buffer_count=4"}, Weight::kWi,
+                      Pass::kGradLhs);
+  EXPECT_EQ(config.input_buffer_count, 4);
+  EXPECT_EQ(config.source.buffers, S::kExplicit);
+  config = buffers_of({"wi_input_buffer_count_dlhs=1"}, Weight::kWo, Pass::kForward);
+  EXPECT_EQ(config.source.buffers, S::kHeuristic);
+  EXPECT_EQ(config.input_buffer_count, heuristic_config(block_pass_shape(Weight::kWo, Pass::kForward, dims, 4)).input_buffer_count);
 }
 
 TEST_F(Resolve, OptionsCarryTheResolvedConfig) {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "raggemm/plan.h"
+#include "raggemm/moe_plan.h"
 #include "tune/autotune.h"
 
 namespace raggemm::tune {

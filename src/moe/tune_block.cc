@@ -1,4 +1,4 @@
-#include "tune/tune_block.h"
+#include "moe/tune_block.h"
 
 #include <algorithm>
 #include <chrono>

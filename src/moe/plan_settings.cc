@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "raggemm/error.h"
-#include "raggemm/plan.h"
+#include "raggemm/moe_plan.h"
 
 namespace raggemm {
 namespace {
@@ -21,6 +21,29 @@ std::string tile_key(Weight weight, Pass pass, ModelDim dim) {
 }
 
 std::string use_v2_key(Pass pass) { return std::string("use_gmm_v2_") + pass_name(pass); }
+
+// input_buffer_count is the global key; these set one (weight, pass).
+std::string buffer_count_key(Weight weight, Pass pass) {
+  return std::string(weight_name(weight)) + "_input_buffer_count_" + pass_name(pass);
+}
+
+bool is_buffer_count_key(const std::string& key) {
+  for (Weight weight : kAllWeights) {
+    for (Pass pass : kAllPasses) {
+      if (key == buffer_count_key(weight, pass)) return true;
+    }
+  }
+  return false;
+}
+
+int parse_buffer_count(const std::string& key, const std::string& value) {
+  int64_t count = 0;
+  auto [stop, error] = std::from_chars(value.data(), value.data() + value.size(), count);
+  require(!value.empty() && error == std::errc() && stop == value.data() + value.size() &&
+              count >= 1 && count <= kMaxInputBufferCount,
+          key, value.empty() ? "''" : value, key + " must be an integer in 1..4");
+  return static_cast<int>(count);
+}
 
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> row(b.size() + 1);
@@ -58,6 +81,11 @@ std::vector<std::string> plan_setting_keys() {
   keys.push_back("use_gmm_v2");
   for (Pass pass : kAllPasses) keys.push_back(use_v2_key(pass));
   keys.push_back("input_buffer_count");
+  // After the global key: a caller that applies keys in this order lets the
+  // per-pass ones win (parse_plan_settings does so whatever the order).
+  for (Weight weight : kAllWeights) {
+    for (Pass pass : kAllPasses) keys.push_back(buffer_count_key(weight, pass));
+  }
   return keys;
 }
 
@@ -123,17 +151,19 @@ void apply_plan_setting(BlockPlan& plan, const std::string& key, const std::stri
     }
   }
   if (key == "input_buffer_count") {
-    int64_t count = 0;
-    auto [stop, error] = std::from_chars(value.data(), value.data() + value.size(), count);
-    require(!value.empty() && error == std::errc() && stop == value.data() + value.size() &&
-                count >= 1 && count <= kMaxInputBufferCount,
-            key, value.empty() ? "''" : value, "input_buffer_count must be an integer in 1..4");
+    const int count = parse_buffer_count(key, value);
     for (Weight weight : kAllWeights) {
-      for (PassConfig& config : plan.weight(weight).passes) {
-        config.input_buffer_count = static_cast<int>(count);
-      }
+      for (PassConfig& config : plan.weight(weight).passes) config.input_buffer_count = count;
     }
     return;
+  }
+  for (Weight weight : kAllWeights) {
+    for (Pass pass : kAllPasses) {
+      if (key == buffer_count_key(weight, pass)) {
+        plan.weight(weight).pass(pass).input_buffer_count = parse_buffer_count(key, value);
+        return;
+      }
+    }
   }
   fail(key.empty() ? "key" : key, value,
        "unknown plan key; did you mean '" + nearest_plan_setting_key(key) + "'?");
@@ -148,7 +178,17 @@ void apply_plan_setting(BlockPlan& plan, const std::string& key_equals_value) {
 
 BlockPlan parse_plan_settings(const std::vector<std::string>& key_equals_values) {
   BlockPlan plan;
-  for (const std::string& setting : key_equals_values) apply_plan_setting(plan, setting);
+  // The per-(weight, pass) buffer counts go last, so they beat the global
+  // input_buffer_count in whatever order the settings come.
+  std::vector<std::string> per_pass;
+  for (const std::string& setting : key_equals_values) {
+    if (is_buffer_count_key(setting.substr(0, setting.find('=')))) {
+      per_pass.push_back(setting);
+    } else {
+      apply_plan_setting(plan, setting);
+    }
+  }
+  for (const std::string& setting : per_pass) apply_plan_setting(plan, setting);
   return plan;
 }
 
