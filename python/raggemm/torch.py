@@ -89,11 +89,19 @@ def _kernel_out(dtype: torch.dtype) -> str:
 
 
 def _empty_out(shape, out_dtype: str):
-    """(the output tensor, the numpy array the kernels write: bf16 as uint16 bits)."""
-    out = torch.empty(shape, dtype=_OUT_DTYPES[out_dtype])
+    """(the output tensor, the numpy array the kernels write: bf16 as uint16 bits).
+
+    The memory is numpy's, shared with the returned tensor (torch.from_numpy):
+    numpy asks the kernel for transparent huge pages on large arrays
+    (madvise(MADV_HUGEPAGE), numpy's default on Linux) and torch.empty does
+    not, so the first write to a weight gradient of [32, 1024, 1024] f32
+    takes 64 page faults instead of 32768. Measured (docs/python.md): fwd+bwd
+    at M=4096, K=N=1024, G=32 went from 104-183 ms to 79-81 ms in bf16."""
     if out_dtype == "bf16":
-        return out, out.view(torch.int16).numpy().view(np.uint16)
-    return out, out.numpy()
+        raw = np.empty(shape, dtype=np.uint16)
+        return torch.from_numpy(raw.view(np.int16)).view(torch.bfloat16), raw
+    raw = np.empty(shape, dtype=np.float32)
+    return torch.from_numpy(raw), raw
 
 
 def _run_gmm(a, rhs, group_sizes, config, threads, weight, out_dtype, transpose_rhs, argument):
