@@ -20,44 +20,10 @@
 #include <vector>
 
 #include "raggemm/dtype.h"
-#include "raggemm/gmm.h"
+#include "raggemm/problem.h"
+#include "raggemm/tiles.h"
 
 namespace raggemm {
-
-// ---------------------------------------------------------------------------
-// Passes.
-
-enum class Pass : uint8_t { kForward, kGradLhs, kGradRhs };
-
-inline constexpr std::array<Pass, 3> kAllPasses = {Pass::kForward, Pass::kGradLhs,
-                                                   Pass::kGradRhs};
-
-const char* pass_name(Pass pass);              // "fwd", "dlhs", "drhs"
-// The op that runs a pass: "gmm" for fwd and dlhs (dlhs transposes rhs), "tgmm" for drhs.
-const char* pass_op_name(Pass pass);
-Pass parse_pass(const std::string& name, const std::string& argument);
-
-// ---------------------------------------------------------------------------
-// Problems, as the cache and the heuristic see them.
-
-// One grouped matmul in op terms. lhs is [m, k]; fwd: rhs [G, k, n];
-// dlhs: rhs [G, n, k] (gmm with transpose_rhs); drhs: tgmm of lhs [m, k] and
-// dout [m, n] into [G, k, n]. m is always the token (ragged) dimension.
-struct GmmShape {
-  Pass pass = Pass::kForward;
-  int64_t m = 0;
-  int64_t k = 0;
-  int64_t n = 0;
-  int64_t groups = 0;
-  DType lhs_dtype = DType::kF32;
-  DType rhs_dtype = DType::kF32;
-  std::string quantization;          // "" for none
-  std::vector<int32_t> group_sizes;  // empty: unknown, balanced m/groups assumed
-};
-
-// Kernel-axis extents of a shape: gmm (m, k, n); tgmm (k, m, n), since tgmm's
-// kernel tiles its [k, n] output and contracts the tokens.
-Tiles kernel_extents(const GmmShape& shape);
 
 // ---------------------------------------------------------------------------
 // The tuned-results cache: a versioned JSON file keyed by CPU model, ISA
@@ -66,13 +32,6 @@ Tiles kernel_extents(const GmmShape& shape);
 // atomically, so concurrent tuners lose nothing. An unreadable file gives one
 // warning (raggemm/diagnostics.h) and is treated as empty (and kept aside on
 // the next write); an entry that fails validation is rejected alone.
-
-struct TuneCandidate {
-  Tiles tiles;  // kernel tiles, all > 0
-  KernelVersion kernel = KernelVersion::kV1;
-  int input_buffer_count = 1;
-  bool operator==(const TuneCandidate&) const = default;
-};
 
 struct CandidateTiming {
   TuneCandidate candidate;
@@ -170,9 +129,5 @@ ResolvedPassConfig resolve_problem(const GmmShape& shape, const KernelOverrides&
 
 // The heuristic alone (every source kHeuristic).
 ResolvedPassConfig heuristic_config(const GmmShape& shape);
-
-// Options for the ops from a resolved config (other fields default).
-GmmOptions gmm_options(const ResolvedPassConfig& config, Pass pass);
-TgmmOptions tgmm_options(const ResolvedPassConfig& config);
 
 }  // namespace raggemm

@@ -29,52 +29,10 @@
 #include <vector>
 
 #include "raggemm/gmm.h"
+#include "raggemm/quant_types.h"
 #include "raggemm/tensor.h"
 
 namespace raggemm {
-
-enum class QuantType : uint8_t { kFp8E4M3, kFp8E5M2, kInt8 };
-
-const char* quant_type_name(QuantType type);  // "fp8_e4m3", "fp8_e5m2", "int8"
-QuantType parse_quant_type(std::string_view name, const std::string& argument);
-// DType::kF8E4M3, kF8E5M2 or kI8.
-DType quant_storage_dtype(QuantType type);
-// Largest code magnitude as a value: 448, 57344, 127.
-float quant_type_max(QuantType type);
-
-inline constexpr int64_t kMinBlockSize = 32;
-inline constexpr int64_t kMaxBlockSize = 512;
-
-struct Granularity {
-  std::vector<int> channel_axes;  // ascending, distinct; empty: per tensor
-  int block_axis = -1;            // -1: no blocks
-  int64_t block_size = 0;
-
-  static Granularity per_tensor() { return {}; }
-  static Granularity channel(std::vector<int> axes, int block_axis = -1, int64_t block_size = 0);
-
-  bool has_block() const { return block_axis >= 0; }
-  bool keeps(int axis) const;
-  // The canonical SPEC ("per_tensor", "channel:0,2+block:1:128").
-  std::string to_string() const;
-  // Shape of the scales for an input shape; throws Error naming `argument`
-  // when an axis is out of range for the input's rank.
-  Shape scale_shape(const Shape& input, const std::string& argument) const;
-  bool operator==(const Granularity&) const = default;
-};
-
-// Parses a SPEC; anything else (unknown words, empty or repeated axes, a
-// block axis among the channel axes, a block size outside 32..512) throws
-// Error naming `argument` and the text.
-Granularity parse_granularity(std::string_view spec, const std::string& argument);
-
-// The granularity that produced `scales` for `values`: an axis of size 1 is
-// reduced, of the input's size kept, otherwise it is the block axis. The
-// block size is the power of two in 32..512 that gives that many blocks, or
-// else the only size in 32..512 that does; when neither exists the shapes
-// are refused (Error naming `argument`).
-Granularity infer_granularity(const Shape& values, const Shape& scales,
-                              const std::string& argument);
 
 struct QuantizedTensor {
   Tensor values;  // DType quant_storage_dtype(type), the input's shape
@@ -116,24 +74,6 @@ Tensor dequantize(const QuantizedTensor& quantized);
 // operands up to f32 summation order; int8 fwd with per-row and per-column
 // scales runs on integer dot products instead (i32 accumulation).
 
-enum class QuantRecipe : uint8_t { kFp8, kInt8 };
-const char* quant_recipe_name(QuantRecipe recipe);  // "fp8", "int8"
-QuantRecipe parse_quant_recipe(std::string_view name, const std::string& argument);
-// Storage of weights/activations (e4m3 or int8) and of gradients (e5m2 or int8).
-QuantType recipe_operand_type(QuantRecipe recipe);
-QuantType recipe_gradient_type(QuantRecipe recipe);
-
-// How the weight's scales tile it: per expert and output column
-// ("channel"), or additionally in blocks of `block_size` along K
-// ("block:SIZE", SIZE in 32..512).
-struct RhsScaling {
-  int64_t block_size = 0;  // 0: channel
-  bool block() const { return block_size > 0; }
-  std::string to_string() const;  // "channel" or "block:SIZE"
-  bool operator==(const RhsScaling&) const = default;
-};
-RhsScaling parse_rhs_scaling(std::string_view text, const std::string& argument);
-
 struct QuantGmmOptions {
   QuantRecipe recipe = QuantRecipe::kFp8;
   RhsScaling rhs_scaling{};
@@ -141,10 +81,6 @@ struct QuantGmmOptions {
   // K-block of that size; v2 only, fwd only.
   int64_t lhs_k_block = 0;
 };
-
-// The granularity of a weight [G,K,N] for a scaling: channel:0,2 or
-// channel:0,2+block:1:SIZE.
-Granularity weight_granularity(const RhsScaling& scaling);
 
 // A weight [G,K,N] quantized for the recipe: operand type, weight_granularity.
 QuantizedTensor quantize_weight(const TensorView& weight, QuantRecipe recipe,

@@ -8,7 +8,7 @@
 
 #include "kernels/operand.h"
 #include "kernels/output_store.h"
-#include "raggemm/gmm.h"
+#include "raggemm/tiles.h"
 
 namespace raggemm::kernels {
 

@@ -11,16 +11,6 @@
 
 namespace raggemm {
 
-const char* kernel_name(KernelVersion version) {
-  return version == KernelVersion::kV1 ? "v1" : "v2";
-}
-
-KernelVersion parse_kernel(const std::string& name, const std::string& argument) {
-  if (name == "v1") return KernelVersion::kV1;
-  if (name == "v2") return KernelVersion::kV2;
-  fail(argument, name, "unknown kernel version (expected v1 or v2)");
-}
-
 namespace {
 
 constexpr std::initializer_list<DType> kFloatTypes = {DType::kF32, DType::kBF16, DType::kF16};
@@ -37,7 +27,7 @@ void set_output(const TensorView& out, float** f32, uint16_t** bf16) {
 
 int resolve_threads(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
 
-struct GmmShape {
+struct CallShape {
   int64_t m, k, n, out_cols, rhs_groups, local_groups;
   std::vector<int64_t> starts;
 };
@@ -60,11 +50,11 @@ const float* check_column_vector(const std::optional<TensorView>& v, const std::
   return v->as<const float>();
 }
 
-GmmShape check_gmm(const TensorView& lhs, const TensorView& rhs, const TensorView& group_sizes,
+CallShape check_gmm(const TensorView& lhs, const TensorView& rhs, const TensorView& group_sizes,
                    const GmmOptions& o) {
   ops::check_tensor(lhs, "lhs", 2, kFloatTypes);
   ops::check_tensor(rhs, "rhs", 3, kFloatTypes);
-  GmmShape s;
+  CallShape s;
   s.m = lhs.dim(0);
   s.k = lhs.dim(1);
   s.rhs_groups = rhs.dim(0);
@@ -101,7 +91,7 @@ GmmShape check_gmm(const TensorView& lhs, const TensorView& rhs, const TensorVie
 
 void gmm_into(const TensorView& lhs, const TensorView& rhs, const TensorView& group_sizes,
               const TensorView& out, const GmmOptions& o) {
-  GmmShape s = check_gmm(lhs, rhs, group_sizes, o);
+  CallShape s = check_gmm(lhs, rhs, group_sizes, o);
   ops::check_out_tensor(out, 2, o.out_dtype);
   ops::check_dim(out, "out", 0, s.m, "rows of lhs");
   ops::check_dim(out, "out", 1, s.out_cols, "output columns");
@@ -142,7 +132,7 @@ void gmm_into(const TensorView& lhs, const TensorView& rhs, const TensorView& gr
 
 Tensor gmm(const TensorView& lhs, const TensorView& rhs, const TensorView& group_sizes,
            const GmmOptions& options) {
-  GmmShape s = check_gmm(lhs, rhs, group_sizes, options);
+  CallShape s = check_gmm(lhs, rhs, group_sizes, options);
   if (options.accumulate) {
     fail("accumulate", "true", "gmm allocates its output: accumulate into one with gmm_into");
   }

@@ -80,21 +80,4 @@ ResolvedPassConfig resolve_problem(const GmmShape& shape, const KernelOverrides&
   return config;
 }
 
-GmmOptions gmm_options(const ResolvedPassConfig& config, Pass pass) {
-  GmmOptions options;
-  options.transpose_rhs = pass == Pass::kGradLhs;
-  options.tiles = config.tiles;
-  options.kernel = config.kernel;
-  options.input_buffer_count = config.input_buffer_count;
-  return options;
-}
-
-TgmmOptions tgmm_options(const ResolvedPassConfig& config) {
-  TgmmOptions options;
-  options.tiles = config.tiles;
-  options.kernel = config.kernel;
-  options.input_buffer_count = config.input_buffer_count;
-  return options;
-}
-
 }  // namespace raggemm

@@ -1,8 +1,8 @@
-// Names of the passes and the kernel extents of one op's shape.
+// Names of the passes and the kernel extents of one op's shape (raggemm/problem.h).
 #include <string>
 
 #include "raggemm/error.h"
-#include "raggemm/plan.h"
+#include "raggemm/problem.h"
 
 namespace raggemm {
 

@@ -2,10 +2,11 @@
 // granularities (include/raggemm/quant.h).
 #include <algorithm>
 #include <charconv>
+#include <optional>
 #include <string>
 
 #include "raggemm/error.h"
-#include "raggemm/quant.h"
+#include "raggemm/quant_types.h"
 
 namespace raggemm {
 namespace {
