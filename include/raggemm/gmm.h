@@ -52,6 +52,9 @@ struct GmmOptions {
   // would otherwise write); rows of no local group are left as they are.
   // gmm() (which allocates its output) refuses it.
   bool accumulate = false;
+  // The backend to run on, by name (src/backends/registry.cc: "cpu",
+  // "reference"); "": the first registered that runs the call.
+  std::string backend;
 };
 
 struct TgmmOptions {
@@ -70,6 +73,7 @@ struct TgmmOptions {
   // otherwise write; groups with no rows, and the rest of out, are left as
   // they are. tgmm() (which allocates its output) refuses it.
   bool accumulate = false;
+  std::string backend;  // as GmmOptions::backend
 };
 
 // Returns a new tensor [M, N] of options.out_dtype (or [M, N/2] with fuse_swiglu).

@@ -33,12 +33,6 @@ namespace raggemm {
 // warning (raggemm/diagnostics.h) and is treated as empty (and kept aside on
 // the next write); an entry that fails validation is rejected alone.
 
-struct CandidateTiming {
-  TuneCandidate candidate;
-  double seconds = 0;         // median time of one call, summed over the tuning inputs
-  bool passed_check = false;  // agreed with the reference on the tuning inputs
-};
-
 struct TuneEntry {
   TuneCandidate winner;
   std::vector<CandidateTiming> timings;

@@ -58,4 +58,11 @@ struct TuneCandidate {
   bool operator==(const TuneCandidate&) const = default;
 };
 
+// One candidate as the tuner measured it.
+struct CandidateTiming {
+  TuneCandidate candidate;
+  double seconds = 0;         // median time of one call, summed over the tuning inputs
+  bool passed_check = false;  // agreed with the reference on the tuning inputs
+};
+
 }  // namespace raggemm

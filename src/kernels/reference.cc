@@ -17,10 +17,12 @@ void reference_gmm(const GmmProblem& p) {
   const auto rhs_at = [&](int64_t g, int64_t q, int64_t j) -> double {
     return p.transpose_rhs ? decode_element(rhs[g], j, q) : decode_element(rhs[g], q, j);
   };
+  // Written through the drivers' output view: f32 or bf16 (rounded once
+  // from the f32 value), overwritten or accumulated into.
+  const OutputView out = p.output();
   const auto finish = [&](int64_t r, int64_t g, double* acc) {
-    float* out = p.out + r * out_cols;
     if (g < 0) {
-      for (int64_t j = 0; j < out_cols; ++j) out[j] = 0.0f;
+      out.zero(r, 0, 1, out_cols);  // rows of no local group (left as they are when accumulating)
       return;
     }
     for (int64_t j = 0; j < p.n; ++j) {
@@ -32,9 +34,9 @@ void reference_gmm(const GmmProblem& p) {
       if (e.swiglu) {
         const double gate = acc[j];
         const double up = acc[out_cols + j];
-        out[j] = static_cast<float>(gate / (1.0 + std::exp(-gate)) * up);
+        out.store_value(r, j, static_cast<float>(gate / (1.0 + std::exp(-gate)) * up));
       } else {
-        out[j] = static_cast<float>(acc[j]);
+        out.store_value(r, j, static_cast<float>(acc[j]));
       }
     }
   };
@@ -45,10 +47,11 @@ void reference_tgmm(const TgmmProblem& p) {
   const ReferenceGroups groups{p.starts, p.group_offset, p.local_groups};
   const auto lhs_at = [&](int64_t t, int64_t i) -> double { return decode_element(p.lhs, t, i); };
   const auto dout_at = [&](int64_t t, int64_t j) -> double { return decode_element(p.dout, t, j); };
+  const OutputView out = p.output();
   const auto finish = [&](int64_t g, int64_t i, const double* acc) {
     const double scale = p.out_group_scale ? p.out_group_scale[g] : 1.0;
     for (int64_t j = 0; j < p.n; ++j) {
-      p.out[(g * p.k + i) * p.n + j] = static_cast<float>(acc[j] * scale);
+      out.store_value(g * p.k + i, j, static_cast<float>(acc[j] * scale));
     }
   };
   reference_tgmm_groups(groups, p.k, p.n, lhs_at, dout_at, finish);

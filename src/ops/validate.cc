@@ -123,25 +123,146 @@ int64_t check_local_groups(int64_t group_offset, int64_t local_groups, int64_t t
   return local_groups;
 }
 
-TgmmShape check_tgmm_args(const TensorView& lhs, const TensorView& dout,
-                          const TensorView& group_sizes, const TgmmOptions& o) {
-  check_tensor(lhs, "lhs", 2, {DType::kF32, DType::kBF16, DType::kF16});
-  check_tensor(dout, "dout", 2, {DType::kF32, DType::kBF16, DType::kF16});
-  TgmmShape s;
-  s.m = lhs.dim(0);
-  s.k = lhs.dim(1);
-  check_dim(dout, "dout", 0, s.m, "rows of lhs");
-  s.n = dout.dim(1);
-  s.starts = check_group_sizes(group_sizes, s.m);
-  const int64_t total = group_sizes.dim(0);
-  const int64_t local = o.local_groups < 0 ? total : o.local_groups;
-  s.local_groups = check_local_groups(o.group_offset, o.local_groups, total, local, "out");
-  check_tiles(o.tiles, "tiles");
-  check_threads(o.threads, "threads");
-  check_buffer_count(o.input_buffer_count, "input_buffer_count");
-  check_out_dtype(o.out_dtype);
-  checked_numel({s.local_groups, s.k, s.n}, "out");
-  return s;
+namespace {
+
+constexpr std::initializer_list<DType> kFloatTypes = {DType::kF32, DType::kBF16, DType::kF16};
+
+// A quantized operand: codes of its type's storage dtype, f32 scales of the
+// shape its granularity gives the codes' shape.
+void check_quantized(const backends::GmmOperand& op, const std::string& argument, int rank) {
+  const backends::OperandScales& q = *op.quant;
+  check_tensor(op.values, argument, rank, {quant_storage_dtype(q.type)});
+  check_tensor(q.scales, argument + ".scales", rank, {DType::kF32});
+  const Shape expected = q.granularity.scale_shape(op.values.shape, argument);
+  if (q.scales.shape != expected) {
+    fail(argument + ".scales", shape_string(q.scales.shape),
+         "granularity " + q.granularity.to_string() + " needs " + shape_string(expected));
+  }
+}
+
+void check_operand(const backends::GmmOperand& op, const std::string& argument, int rank) {
+  if (op.quantized()) {
+    check_quantized(op, argument, rank);
+  } else {
+    check_tensor(op.values, argument, rank, kFloatTypes);
+  }
+}
+
+// A per-column output-stage vector: f32 [N] (shared) or [G_rhs, N].
+void check_column_vector(const std::optional<TensorView>& v, const std::string& argument,
+                         int64_t groups, int64_t n, const std::string& groups_what,
+                         const std::string& columns_what) {
+  if (!v) return;
+  if (v->rank() != 1 && v->rank() != 2) fail(argument, shape_string(v->shape), "expected [N] or [G, N]");
+  check_tensor(*v, argument, v->rank(), {DType::kF32});
+  if (v->rank() == 1) {
+    check_dim(*v, argument, 0, n, columns_what);
+  } else {
+    check_dim(*v, argument, 0, groups, groups_what);
+    check_dim(*v, argument, 1, n, columns_what);
+  }
+}
+
+void validate_tgmm(backends::GmmSpec& s, const CallSettings& c, int threads) {
+  check_operand(s.lhs, "lhs", 2);
+  check_operand(s.rhs, "dout", 2);
+  const int64_t m = s.lhs.values.dim(0);
+  check_dim(s.rhs.values, "dout", 0, m, "rows of lhs");
+  const std::vector<int64_t> starts = check_group_sizes(s.group_sizes, m);
+  const int64_t total = s.group_sizes.dim(0);
+  const int64_t local = s.local_groups < 0 ? total : s.local_groups;
+  check_local_groups(s.group_offset, s.local_groups, total, local, "out");
+  check_tiles(c.tiles, "tiles");
+  check_threads(threads, "threads");
+  check_buffer_count(c.input_buffer_count, "input_buffer_count");
+  check_out_dtype(c.out_dtype);
+  checked_numel({local, s.lhs.values.dim(1), s.rhs.values.dim(1)}, "out");
+}
+
+void validate_gmm(backends::GmmSpec& s, const CallSettings& c, int threads) {
+  const bool quantized = s.rhs.quantized();
+  const std::string rhs = quantized ? "weight" : "rhs";
+  check_operand(s.lhs, "lhs", 2);
+  check_operand(s.rhs, rhs, 3);
+  if (quantized && s.rhs.quant->granularity.has_block() && s.rhs.quant->granularity.block_axis != 1) {
+    fail(rhs, s.rhs.quant->granularity.to_string(), "weight blocks must lie along K (axis 1)");
+  }
+  const int64_t m = s.lhs.values.dim(0), k = s.lhs.values.dim(1);
+  const bool transpose = s.transpose_rhs();
+  const char* layout = quantized ? (transpose ? "N of dout, the weight is [G,K,N] read transposed"
+                                             : "K of lhs, the weight is [G,K,N]")
+                                 : (transpose ? "K of lhs, rhs is [G,N,K] with transpose_rhs"
+                                              : "K of lhs, rhs is [G,K,N]");
+  check_dim(s.rhs.values, rhs, transpose ? 2 : 1, k, layout);
+  const int64_t n = s.rhs.values.dim(transpose ? 1 : 2);
+  check_group_sizes(s.group_sizes, m);
+  check_local_groups(s.group_offset, s.local_groups, s.group_sizes.dim(0), s.rhs.values.dim(0), rhs);
+  check_tiles(c.tiles, "tiles");
+  check_threads(threads, "threads");
+  check_buffer_count(c.input_buffer_count, "input_buffer_count");
+  check_out_dtype(c.out_dtype);
+  if (c.kernel == KernelVersion::kV1 && s.staged()) {
+    fail("kernel", "v1",
+         "the fused output stage (fuse_swiglu, col_scale, col_bias, row_scale) needs kernel v2");
+  }
+  if (s.fuse_swiglu && n % 2 != 0) {
+    fail(rhs, shape_string(s.rhs.values.shape),
+         "fuse_swiglu needs an even number of columns (gate|up halves)");
+  }
+  if (s.row_scale) {
+    check_tensor(*s.row_scale, "row_scale", 1, {DType::kF32});
+    check_dim(*s.row_scale, "row_scale", 0, m, "rows of lhs");
+  }
+  const int64_t rhs_groups = s.rhs.values.dim(0);
+  const std::string groups_what = quantized ? "weight groups" : "rhs groups";
+  const std::string columns_what = quantized ? "weight columns" : "rhs columns";
+  check_column_vector(s.col_scale, "col_scale", rhs_groups, n, groups_what, columns_what);
+  check_column_vector(s.col_bias, "col_bias", rhs_groups, n, groups_what, columns_what);
+  if (quantized && s.rhs.quant->granularity.has_block() && c.kernel == KernelVersion::kV1) {
+    fail("kernel", kernel_name(c.kernel),
+         "block-wise weight scales (" + s.rhs.quant->granularity.to_string() + ") need kernel v2");
+  }
+}
+
+}  // namespace
+
+void validate(backends::GmmSpec& spec, const CallSettings& settings) {
+  if (spec.pass == Pass::kGradRhs) {
+    validate_tgmm(spec, settings, spec.threads);
+  } else {
+    validate_gmm(spec, settings, spec.threads);
+  }
+  backends::derive(spec);
+  // Block-wise scales along the contracted dim (forward only) fix tile k's
+  // multiple; the quantized passes check that lhs and weight blocks agree.
+  if (spec.pass == Pass::kForward) {
+    int64_t block = 0;
+    // lhs [M, K] and the weight [G, K, N] both contract their axis 1.
+    for (const backends::GmmOperand* op : {&spec.lhs, &spec.rhs}) {
+      if (op->quant && op->quant->granularity.block_axis == 1) {
+        block = std::max(block, op->quant->granularity.block_size);
+      }
+    }
+    spec.contracted_block = std::max(spec.contracted_block, block);
+  }
+}
+
+Shape output_shape(const backends::GmmSpec& spec) {
+  if (spec.pass == Pass::kGradRhs) return {spec.resolved_local_groups, spec.k, spec.n};
+  return {spec.m, spec.out_cols};
+}
+
+void validate_out(const backends::GmmSpec& spec, const CallSettings& settings) {
+  const Shape shape = output_shape(spec);
+  check_out_tensor(spec.out, static_cast<int>(shape.size()), settings.out_dtype);
+  if (spec.pass == Pass::kGradRhs) {
+    check_dim(spec.out, "out", 0, shape[0], "groups");
+    check_dim(spec.out, "out", 1, shape[1], "K of lhs");
+    check_dim(spec.out, "out", 2, shape[2], "N of dout");
+  } else {
+    check_dim(spec.out, "out", 0, shape[0], "rows of lhs");
+    check_dim(spec.out, "out", 1, shape[1], "output columns");
+  }
 }
 
 }  // namespace raggemm::ops

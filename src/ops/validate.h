@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/gmm_spec.h"
 #include "raggemm/gmm.h"
 #include "raggemm/tensor.h"
 
@@ -41,13 +42,29 @@ void check_out_tensor(const TensorView& out, int rank, DType out_dtype);
 int64_t check_local_groups(int64_t group_offset, int64_t local_groups, int64_t total_groups,
                            int64_t rhs_groups, const std::string& rhs_argument);
 
-// Shape of a tgmm call: lhs [M,K], dout [M,N] (f32, bf16 or f16), group
-// sizes, local groups, tiles, threads and buffers, all checked.
-struct TgmmShape {
-  int64_t m, k, n, local_groups;
-  std::vector<int64_t> starts;
+// What a call fixes besides its operands: the settings every op validates
+// the same way, and the names its arguments go by in error messages (a
+// quantized pass calls its rhs "weight", tgmm its rhs "dout").
+struct CallSettings {
+  Tiles tiles{};
+  KernelVersion kernel = KernelVersion::kV1;
+  int input_buffer_count = 1;
+  DType out_dtype = DType::kF32;
+  std::string backend;  // "": the first registered backend that runs the spec
 };
-TgmmShape check_tgmm_args(const TensorView& lhs, const TensorView& dout,
-                          const TensorView& group_sizes, const TgmmOptions& options);
+
+// The one validation of a grouped matmul (DESIGN.md s.5): every operand,
+// the groups and their range, the settings, the output stage and the
+// quantized operands' scales, in that order, each failure an Error naming
+// the argument and its value, before anything is written. Fills the spec's
+// derived fields. `spec.out` is not looked at (see validate_out).
+void validate(backends::GmmSpec& spec, const CallSettings& settings);
+
+// The caller's output of a validated spec: rank, contiguity, dtype equal
+// to the settings' out_dtype, and the shape the spec computes.
+void validate_out(const backends::GmmSpec& spec, const CallSettings& settings);
+
+// The shape of the output a validated spec computes.
+Shape output_shape(const backends::GmmSpec& spec);
 
 }  // namespace raggemm::ops

@@ -2,6 +2,7 @@
 // heuristic, decided field by field, with the source of each field kept.
 #include <string>
 
+#include "backends/registry.h"
 #include "raggemm/error.h"
 #include "raggemm/plan.h"
 #include "tune/heuristic.h"
@@ -31,6 +32,21 @@ void check_shape(const GmmShape& shape) {
 }
 
 }  // namespace
+
+namespace tune {
+
+ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine,
+                             std::optional<KernelVersion> kernel) {
+  const TuneCandidate picked = backends::default_backend().heuristic(shape, machine, kernel);
+  ResolvedPassConfig config;  // every source: the heuristic
+  config.tiles = picked.tiles;
+  config.kernel = picked.kernel;
+  config.input_buffer_count = picked.input_buffer_count;
+  config.quantization = shape.quantization;
+  return config;
+}
+
+}  // namespace tune
 
 const char* source_name(PlanSource source) {
   switch (source) {

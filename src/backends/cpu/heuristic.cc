@@ -1,12 +1,11 @@
-#include "tune/heuristic.h"
-
+#include "backends/cpu/heuristic.h"
 
 #include <algorithm>
 #include <numeric>
 
 #include "kernels/microkernel.h"
 
-namespace raggemm::tune {
+namespace raggemm::backends::cpu {
 namespace {
 
 constexpr int64_t kFloatBytes = 4;  // packed panels are f32 whatever the storage
@@ -196,8 +195,8 @@ double v1_row_waste(const std::vector<int64_t>& group_sizes, int64_t tile) {
   return static_cast<double>(computed) / static_cast<double>(total) - 1.0;
 }
 
-ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine,
-                             std::optional<KernelVersion> kernel) {
+TuneCandidate heuristic(const GmmShape& shape, const MachineModel& machine,
+                        std::optional<KernelVersion> kernel) {
   const int64_t mr = machine.mr, nr = machine.nr;
   // k steps in whole cache lines of f32, so every packed panel row starts
   // on a line of its own.
@@ -219,10 +218,9 @@ ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine,
   // K = N = 1024, 2 threads, G = 8/32/128 of equal sizes: gmm 1.03x / 1.10x /
   // 1.23x, tgmm 1.2x / 1.7x / 2.8x). v1 stays available, with its own tiles.
   const bool v1 = kernel == KernelVersion::kV1;
-  ResolvedPassConfig config;
+  TuneCandidate config;
   config.kernel = kernel.value_or(KernelVersion::kV2);
   config.input_buffer_count = 1;
-  config.quantization = shape.quantization;
   if (shape.pass != Pass::kGradRhs) {
     config.tiles.k = balanced_tile(extents.k, kc_limit, k_align);
     // m: the packed A block (m x kc) fits L2's share; the ragged axis.
@@ -303,4 +301,4 @@ ResolvedPassConfig heuristic(const GmmShape& shape, const MachineModel& machine,
   return config;
 }
 
-}  // namespace raggemm::tune
+}  // namespace raggemm::backends::cpu

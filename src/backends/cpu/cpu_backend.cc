@@ -1,0 +1,54 @@
+#include "backends/cpu/cpu_backend.h"
+
+#include "backends/cpu/candidates.h"
+#include "backends/cpu/heuristic.h"
+#include "backends/kernel_problem.h"
+
+namespace raggemm::backends::cpu {
+namespace {
+
+class CpuBackend final : public Backend {
+ public:
+  const char* name() const override { return "cpu"; }
+
+  // Everything a valid spec can say runs here.
+  std::string unsupported(const GmmSpec&) const override { return ""; }
+
+  TuneCandidate heuristic(const GmmShape& shape, const MachineModel& machine,
+                          std::optional<KernelVersion> kernel) const override {
+    return cpu::heuristic(shape, machine, kernel);
+  }
+
+  std::vector<TuneCandidate> candidates(const GmmShape& shape, const MachineModel& machine,
+                                        int round, const Measurements& measured) const override {
+    return tuning_candidates(shape, machine, round, measured);
+  }
+
+  void run(const GmmSpec& spec, const TuneCandidate& config) const override {
+    kernels::Schedule schedule;
+    schedule.tiles = config.tiles;
+    schedule.threads = resolved_threads(spec);
+    schedule.input_buffer_count = config.input_buffer_count;
+    const bool v1 = config.kernel == KernelVersion::kV1;
+    if (spec.pass == Pass::kGradRhs) {
+      const kernels::TgmmProblem problem = tgmm_problem(spec);
+      v1 ? kernels::tgmm_v1(problem, schedule) : kernels::tgmm_v2(problem, schedule);
+      return;
+    }
+    if (const std::optional<kernels::Int8GmmProblem> int8 = int8_problem(spec)) {
+      kernels::int8_gmm(*int8, schedule);
+      return;
+    }
+    const kernels::GmmProblem problem = gmm_problem(spec);
+    v1 ? kernels::gmm_v1(problem, schedule) : kernels::gmm_v2(problem, schedule);
+  }
+};
+
+}  // namespace
+
+const Backend& cpu_backend() {
+  static const CpuBackend backend;
+  return backend;
+}
+
+}  // namespace raggemm::backends::cpu

@@ -1,0 +1,214 @@
+// The backend seam (src/backends/, DESIGN.md s.5): the registry's table and
+// its errors, and every public op run on the CPU backend against the same
+// op run on the reference backend (selected by name through the public op:
+// GmmOptions::backend), for every pass, plain and quantized operands, bf16
+// outputs and accumulation, over empty groups, sum(group_sizes) < M, tiles
+// that divide nothing, an expert-parallel group range and every
+// empty/non-empty pattern of 3 groups. A bad backend name is refused before
+// anything is written.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backends/registry.h"
+#include "raggemm/error.h"
+#include "raggemm/gmm.h"
+#include "raggemm/quant.h"
+#include "support/gmm_case.h"
+
+namespace raggemm {
+namespace {
+
+using testing::max_scaled_error;
+using testing::random_tensor;
+using testing::sizes_tensor;
+
+TEST(BackendRegistry, ListsTheCpuKernelsThenTheReference) {
+  const auto& table = backends::registered_backends();
+  ASSERT_EQ(table.size(), 2u);
+  EXPECT_STREQ(table[0]->name(), "cpu");
+  EXPECT_STREQ(table[1]->name(), "reference");
+  EXPECT_EQ(backends::find_backend("reference"), table[1]);
+  EXPECT_EQ(backends::find_backend("cuda"), nullptr);
+  EXPECT_EQ(&backends::default_backend(), table[0]);
+}
+
+TEST(BackendRegistry, UnknownBackendIsRefusedBeforeAnyWrite) {
+  const Tensor lhs = random_tensor({6, 4}, DType::kF32, 1);
+  const Tensor rhs = random_tensor({2, 4, 5}, DType::kF32, 2);
+  const Tensor sizes = sizes_tensor({3, 3});
+  Tensor out(DType::kF32, {6, 5});
+  std::fill_n(out.as<float>(), out.numel(), 7.0f);
+  GmmOptions options;
+  options.backend = "cuda";
+  try {
+    gmm_into(lhs, rhs, sizes, out, options);
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("backend"), std::string::npos) << what;
+    EXPECT_NE(what.find("cuda"), std::string::npos) << what;
+    EXPECT_NE(what.find("cpu, reference"), std::string::npos) << what;
+  }
+  for (int64_t i = 0; i < out.numel(); ++i) ASSERT_EQ(out.as<float>()[i], 7.0f);
+}
+
+struct Groups {
+  std::string name;
+  int64_t m;
+  std::vector<int64_t> sizes;
+  int64_t group_offset = 0, local_groups = -1;
+};
+
+std::vector<Groups> group_cases() {
+  std::vector<Groups> cases = {
+      {"uneven_with_empty", 41, {13, 0, 20, 8}},
+      {"sum_less_than_m", 37, {10, 0, 15}},
+      {"group_range", 40, {9, 12, 0, 11, 8}, 1, 3},
+  };
+  // Every empty/non-empty pattern of 3 groups.
+  for (int pattern = 0; pattern < 8; ++pattern) {
+    std::vector<int64_t> sizes;
+    for (int g = 0; g < 3; ++g) sizes.push_back((pattern >> g) & 1 ? 7 + 3 * g : 0);
+    cases.push_back({"pattern" + std::to_string(pattern), 30, sizes});
+  }
+  return cases;
+}
+
+int64_t rhs_groups(const Groups& c) {
+  return c.local_groups < 0 ? static_cast<int64_t>(c.sizes.size()) : c.local_groups;
+}
+
+// Elements where the two backends' outputs differ in their bits: f32
+// summation against f64 accumulation, so some must, or one backend ran twice.
+int64_t bitwise_differences = 0;
+
+// cpu against reference on the same call.
+void expect_backends_agree(const std::function<Tensor(const std::string&)>& call,
+                           int64_t contraction, const std::string& what, double eps = 1.2e-7) {
+  const Tensor cpu = call("cpu");
+  const Tensor ref = call("reference");
+  EXPECT_LE(max_scaled_error(cpu, ref, contraction, eps), 1.0) << what;
+  for (int64_t i = 0; i < cpu.numel(); ++i) {
+    bitwise_differences += cpu.as<float>()[i] != ref.as<float>()[i];
+  }
+}
+
+TEST(BackendSeam, PlainPassesAgreeWithTheReferenceBackend) {
+  const int64_t k = 19, n = 14;
+  bitwise_differences = 0;
+  for (const Groups& c : group_cases()) {
+    const Tensor sizes = sizes_tensor(c.sizes);
+    const Tensor lhs = random_tensor({c.m, k}, DType::kF32, 3);
+    const Tensor rhs = random_tensor({rhs_groups(c), k, n}, DType::kF32, 4);
+    const Tensor rhs_t = random_tensor({rhs_groups(c), n, k}, DType::kF32, 5);
+    const Tensor dout = random_tensor({c.m, n}, DType::kF32, 6);
+    for (KernelVersion kernel : {KernelVersion::kV1, KernelVersion::kV2}) {
+      const std::string where = c.name + "/" + kernel_name(kernel);
+      GmmOptions o;
+      o.tiles = {7, 9, 5};
+      o.kernel = kernel;
+      o.group_offset = c.group_offset;
+      o.local_groups = c.local_groups;
+      expect_backends_agree([&](const std::string& b) {
+        GmmOptions with = o;
+        with.backend = b;
+        return gmm(lhs, rhs, sizes, with);
+      }, k, "fwd " + where);
+      expect_backends_agree([&](const std::string& b) {
+        GmmOptions with = o;
+        with.backend = b;
+        with.transpose_rhs = true;
+        return gmm(lhs, rhs_t, sizes, with);
+      }, k, "dlhs " + where);
+      if (c.local_groups < 0) {
+        TgmmOptions t;
+        t.tiles = {7, 9, 5};
+        t.kernel = kernel;
+        expect_backends_agree([&](const std::string& b) {
+          TgmmOptions with = t;
+          with.backend = b;
+          return tgmm(lhs, dout, sizes, with);
+        }, c.m, "drhs " + where);
+      }
+    }
+  }
+  EXPECT_GT(bitwise_differences, 0) << "the reference backend never ran";
+}
+
+TEST(BackendSeam, OutputStageAndQuantizedPassesAgreeWithTheReferenceBackend) {
+  const int64_t k = 64, n = 16;
+  for (const Groups& c : group_cases()) {
+    if (c.local_groups >= 0) continue;
+    const Tensor sizes = sizes_tensor(c.sizes);
+    const int64_t g = static_cast<int64_t>(c.sizes.size());
+    const Tensor lhs = random_tensor({c.m, k}, DType::kF32, 7);
+    const Tensor weight = random_tensor({g, k, n}, DType::kF32, 8);
+    const Tensor dout = random_tensor({c.m, n}, DType::kF32, 9);
+    const Tensor col_scale = random_tensor({g, n}, DType::kF32, 10);
+    GmmOptions staged;
+    staged.kernel = KernelVersion::kV2;
+    staged.tiles = {5, 32, 6};
+    staged.fuse_swiglu = true;
+    staged.col_scale = col_scale.view();
+    expect_backends_agree([&](const std::string& b) {
+      GmmOptions with = staged;
+      with.backend = b;
+      return gmm(lhs, weight, sizes, with);
+    }, k, "swiglu " + c.name, 1e-6);
+    for (QuantRecipe recipe : {QuantRecipe::kInt8, QuantRecipe::kFp8}) {
+      QuantGmmOptions quant;
+      quant.recipe = recipe;
+      const std::string where = c.name + "/" + quant_recipe_name(recipe);
+      GmmOptions fwd;
+      fwd.kernel = KernelVersion::kV2;
+      const QuantizedGmmOperands ops = prepare_quantized_gmm(lhs, quantize_weight(weight.view(), recipe, {}), sizes, fwd, quant);
+      expect_backends_agree([&](const std::string& b) {
+        GmmOptions with = fwd;
+        with.backend = b;
+        return run_quantized_gmm(ops, sizes, with, quant);
+      }, k, "quantized fwd " + where);
+      TgmmOptions t;
+      t.kernel = KernelVersion::kV2;
+      const QuantizedTgmmOperands tops = prepare_quantized_tgmm(lhs, dout, sizes, t, quant);
+      expect_backends_agree([&](const std::string& b) {
+        TgmmOptions with = t;
+        with.backend = b;
+        return run_quantized_tgmm(tops, sizes, with);
+      }, c.m, "quantized drhs " + where);
+    }
+  }
+}
+
+// The reference backend writes through the same output view as the kernels:
+// a bf16 output is its f32 value rounded once, and accumulate adds.
+TEST(BackendSeam, ReferenceBackendWritesBf16AndAccumulates) {
+  const Groups c{"uneven_with_empty", 41, {13, 0, 20, 8}};
+  const Tensor sizes = sizes_tensor(c.sizes);
+  const Tensor lhs = random_tensor({c.m, 12}, DType::kF32, 11);
+  const Tensor dout = random_tensor({c.m, 10}, DType::kF32, 12);
+  TgmmOptions o;
+  o.backend = "reference";
+  const Tensor f32 = tgmm(lhs, dout, sizes, o);
+  o.out_dtype = DType::kBF16;
+  const Tensor bf16 = tgmm(lhs, dout, sizes, o);
+  for (int64_t i = 0; i < f32.numel(); ++i) {
+    ASSERT_EQ(bf16.as<uint16_t>()[i], f32_to_bf16(f32.as<float>()[i])) << i;
+  }
+  Tensor acc(DType::kF32, f32.shape());
+  std::fill_n(acc.as<float>(), acc.numel(), 1.5f);
+  TgmmOptions add;
+  add.backend = "reference";
+  add.accumulate = true;
+  tgmm_into(lhs, dout, sizes, acc, add);
+  for (int64_t i = 0; i < f32.numel(); ++i) {
+    ASSERT_EQ(acc.as<float>()[i], 1.5f + f32.as<float>()[i]) << i;  // group 1 is empty: 1.5 + 0
+  }
+}
+
+}  // namespace
+}  // namespace raggemm
