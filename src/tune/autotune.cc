@@ -7,14 +7,18 @@
 #include <ostream>
 #include <set>
 
+#include "backends/cpu/candidates.h"
+#include "backends/registry.h"
 #include "raggemm/error.h"
-#include "raggemm/gmm.h"
 #include "raggemm/tensor.h"
 #include "tune/equivalence.h"
 #include "tune/heuristic.h"
+#include "tune/quantized_inputs.h"
 
 namespace raggemm::tune {
 namespace {
+
+using backends::Measurements;
 
 using Clock = std::chrono::steady_clock;
 
@@ -26,9 +30,6 @@ constexpr double kFirstSeconds = 0.02;
 constexpr int kFinalSamples = 5;
 constexpr double kFinalSeconds = 0.06;
 constexpr int kMaxSamples = 64;
-constexpr size_t kValuesPerAxis = 5;      // axis sweep: the heuristic's value and 4 more
-constexpr double kAxisSpread = 4.0;       // candidates within 4x of the heuristic's tile
-constexpr int kMaxBuffers = 4;
 constexpr double kCostMargin = 1.5;       // a measurement may take this much longer than the last
 // A candidate whose checked calls alone take this many times the best
 // candidate's time so far cannot survive pruning: it is not timed further.
@@ -40,7 +41,6 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
 // Deterministic values in [-1, 1) (splitmix64), rounded through bf16 when the
 // inputs are stored as bf16 so the f32 copy is exactly what the kernel reads.
@@ -76,16 +76,15 @@ std::string describe(const TuneCandidate& c) {
 // Inputs, group-size sets with their sampled references, and the output.
 class Bench {
  public:
-  Bench(const GmmShape& shape, const TuneOptions& options)
+  Bench(const GmmShape& shape, const TuneOptions& options, const backends::Backend& backend)
       : shape_(shape),
+        backend_(backend),
         threads_(options.threads),
         sabotage_(options.sabotage),
         before_run_(options.before_run) {
     require(shape.lhs_dtype == shape.rhs_dtype &&
                 (shape.lhs_dtype == DType::kF32 || shape.lhs_dtype == DType::kBF16),
             "dtype", dtype_name(shape.lhs_dtype), "tuning supports f32 and bf16 inputs");
-    require(shape.quantization.empty(), "quantization", shape.quantization,
-            "tuning quantized passes is not supported yet");
     require(shape.groups >= 1, "groups", shape.groups, "need at least one group to tune");
     const int64_t m = shape.m, k = shape.k, n = shape.n, g = shape.groups;
     std::vector<float> lhs(static_cast<size_t>(m * k));
@@ -93,9 +92,23 @@ class Bench {
     const bool tgmm = shape.pass == Pass::kGradRhs;
     std::vector<float> rhs(static_cast<size_t>(tgmm ? m * n : g * k * n));
     fill_inputs(rhs, 2, shape.rhs_dtype);
-    lhs_ = to_storage(lhs, {m, k}, shape.lhs_dtype);
-    const Shape rhs_shape = tgmm ? Shape{m, n} : shape.pass == Pass::kGradLhs ? Shape{g, n, k} : Shape{g, k, n};
-    rhs_ = to_storage(rhs, rhs_shape, shape.rhs_dtype);
+    if (!shape.quantization.empty()) {
+      // Codes and scales as the quantized ops lay them out; the reference
+      // sees the values the backend computes with.
+      const QuantRecipe recipe = tuning_recipe(shape);
+      quantized_lhs_ = quantized_operand(shape, recipe, 0, lhs);
+      quantized_rhs_ = quantized_operand(shape, recipe, 1, rhs);
+      lhs = quantized_lhs_.values;
+      rhs = quantized_rhs_.values;
+      lhs_operand_ = quantized_lhs_.operand();
+      rhs_operand_ = quantized_rhs_.operand();
+    } else {
+      lhs_ = to_storage(lhs, {m, k}, shape.lhs_dtype);
+      const Shape rhs_shape = tgmm ? Shape{m, n} : shape.pass == Pass::kGradLhs ? Shape{g, n, k} : Shape{g, k, n};
+      rhs_ = to_storage(rhs, rhs_shape, shape.rhs_dtype);
+      lhs_operand_ = lhs_.view();
+      rhs_operand_ = rhs_.view();
+    }
     out_ = Tensor(DType::kF32, tgmm ? Shape{g, k, n} : Shape{m, n});
 
     // Balanced sizes always; the problem's own sizes too when given.
@@ -161,31 +174,29 @@ class Bench {
     SampledReference reference;
   };
 
+  // One call of the backend on a spec of the tuning inputs (valid by
+  // construction: the spec's derived fields are filled, not checked).
   void run(const TuneCandidate& c, const SizeSet& set) {
     if (before_run_) before_run_(c);
-    if (shape_.pass == Pass::kGradRhs) {
-      TgmmOptions options;
-      options.tiles = c.tiles;
-      options.kernel = c.kernel;
-      options.input_buffer_count = c.input_buffer_count;
-      options.threads = threads_;
-      tgmm_into(lhs_, rhs_, set.group_sizes, out_, options);
-    } else {
-      GmmOptions options;
-      options.transpose_rhs = shape_.pass == Pass::kGradLhs;
-      options.tiles = c.tiles;
-      options.kernel = c.kernel;
-      options.input_buffer_count = c.input_buffer_count;
-      options.threads = threads_;
-      gmm_into(lhs_, rhs_, set.group_sizes, out_, options);
-    }
+    backends::GmmSpec spec;
+    spec.pass = shape_.pass;
+    spec.lhs = lhs_operand_;
+    spec.rhs = rhs_operand_;
+    spec.group_sizes = set.group_sizes.view();
+    spec.out = out_.view();
+    spec.threads = threads_;
+    backends::derive(spec);
+    backend_.run(spec, c);
   }
 
   GmmShape shape_;
+  const backends::Backend& backend_;
   int threads_;
   std::function<bool(const TuneCandidate&)> sabotage_;
   std::function<void(const TuneCandidate&)> before_run_;
   Tensor lhs_, rhs_, out_;
+  QuantizedOperand quantized_lhs_, quantized_rhs_;
+  backends::GmmOperand lhs_operand_, rhs_operand_;
   std::vector<SizeSet> sets_;
 };
 
@@ -197,41 +208,15 @@ struct Timed {
 
 }  // namespace
 
-std::vector<int64_t> axis_candidates(int64_t extent, int64_t align, int64_t center,
-                                     const std::vector<int64_t>& extra, double spread, size_t limit) {
-  align = std::max<int64_t>(align, 1);
-  center = std::max<int64_t>(center, 1);
-  const int64_t ceiling = std::max(round_up(std::max<int64_t>(extent, 1), align), center);
-  std::set<int64_t> pool(extra.begin(), extra.end());
-  pool.insert(center);
-  for (int64_t p = 1; p <= ceiling; p *= 2) pool.insert(round_up(p, align));
-  for (int64_t d = align; d <= extent; d += align) {
-    if (extent % d == 0) pool.insert(d);
-  }
-  std::vector<int64_t> values;
-  for (int64_t v : pool) {
-    if (v <= 0 || v > ceiling) continue;
-    const double ratio = static_cast<double>(v) / static_cast<double>(center);
-    if (ratio < 1.0 / spread || ratio > spread) continue;
-    values.push_back(v);
-  }
-  std::stable_sort(values.begin(), values.end(), [&](int64_t a, int64_t b) {
-    return std::fabs(std::log(static_cast<double>(a) / static_cast<double>(center))) <
-           std::fabs(std::log(static_cast<double>(b) / static_cast<double>(center)));
-  });
-  if (values.size() > limit) values.resize(limit);
-  std::sort(values.begin(), values.end());
-  return values;
-}
-
 TuneResult tune_problem(const GmmShape& shape, const TuneOptions& options) {
   const auto start = Clock::now();
   const MachineModel machine = this_machine();
+  const backends::Backend& backend = backends::default_backend();
   TuneResult result;
   result.heuristic = heuristic(shape, machine);
   const TuneCandidate heuristic_candidate{result.heuristic.tiles, result.heuristic.kernel,
                                           result.heuristic.input_buffer_count};
-  Bench bench(shape, options);
+  Bench bench(shape, options, backend);
   auto log = [&](const std::string& line) {
     if (options.log) *options.log << line << "\n" << std::flush;
   };
@@ -266,71 +251,14 @@ TuneResult tune_problem(const GmmShape& shape, const TuneOptions& options) {
   };
 
   bench.warm_up(heuristic_candidate);
-  try_candidate(heuristic_candidate);
-  const Tiles extents = kernel_extents(shape);
-  const Tiles& h = heuristic_candidate.tiles;
-  const bool tgmm = shape.pass == Pass::kGradRhs;
-  // The ragged axis also tries raw powers of two and the mean group size,
-  // which keep v1's tiles aligned with balanced groups.
-  std::vector<int64_t> ragged_extra;
-  for (int64_t p = 8; p <= 4096; p *= 2) ragged_extra.push_back(p);
-  if (shape.groups > 0) ragged_extra.push_back(std::max<int64_t>(1, shape.m / shape.groups));
-  const std::vector<int64_t> none;
-  const std::vector<int64_t> m_values = axis_candidates(extents.m, tgmm ? machine.mr : machine.mr, h.m,
-                                                        tgmm ? none : ragged_extra, kAxisSpread, kValuesPerAxis);
-  const std::vector<int64_t> k_values =
-      axis_candidates(extents.k, 16, h.k, tgmm ? ragged_extra : none, kAxisSpread, kValuesPerAxis);
-  const std::vector<int64_t> n_values =
-      axis_candidates(extents.n, machine.nr, h.n, none, kAxisSpread, kValuesPerAxis);
-
-  // Stage 1: sweep each axis with the others at the heuristic's values.
-  auto with = [&](Tiles tiles) { return TuneCandidate{tiles, heuristic_candidate.kernel, heuristic_candidate.input_buffer_count}; };
-  for (int64_t v : m_values) try_candidate(with(Tiles{v, h.k, h.n}));
-  for (int64_t v : k_values) try_candidate(with(Tiles{h.m, v, h.n}));
-  for (int64_t v : n_values) try_candidate(with(Tiles{h.m, h.k, v}));
-
-  // Stage 2: combine the two best values of each axis.
-  auto best_two = [&](auto field, int64_t fixed_a, int64_t fixed_b, auto other_a, auto other_b) {
-    std::vector<std::pair<double, int64_t>> ranked;
-    for (const Timed& t : timed) {
-      if (t.passed && other_a(t.candidate.tiles) == fixed_a && other_b(t.candidate.tiles) == fixed_b &&
-          t.candidate.kernel == heuristic_candidate.kernel &&
-          t.candidate.input_buffer_count == heuristic_candidate.input_buffer_count) {
-        ranked.emplace_back(t.seconds, field(t.candidate.tiles));
-      }
-    }
-    std::sort(ranked.begin(), ranked.end());
-    std::vector<int64_t> top;
-    for (size_t i = 0; i < ranked.size() && i < 2; ++i) top.push_back(ranked[i].second);
-    return top;
-  };
-  auto get_m = [](const Tiles& t) { return t.m; };
-  auto get_k = [](const Tiles& t) { return t.k; };
-  auto get_n = [](const Tiles& t) { return t.n; };
-  const std::vector<int64_t> top_m = best_two(get_m, h.k, h.n, get_k, get_n);
-  const std::vector<int64_t> top_k = best_two(get_k, h.m, h.n, get_m, get_n);
-  const std::vector<int64_t> top_n = best_two(get_n, h.m, h.k, get_m, get_k);
-  for (int64_t m : top_m) {
-    for (int64_t k : top_k) {
-      for (int64_t n : top_n) try_candidate(with(Tiles{m, k, n}));
-    }
-  }
-
-  // Stage 3: kernel versions and buffer counts on the best tiles so far. v1
-  // lays its ragged-axis tiles over the global row (token) space and
-  // recomputes a tile once per group it touches, so it gets the ragged tile
-  // the heuristic gives an explicit v1 (m for gmm, k for tgmm), not v2's.
-  if (const Timed* best = best_passing()) {
-    const Tiles tiles = best->candidate.tiles;
-    const Tiles v1_ragged = heuristic(shape, machine, KernelVersion::kV1).tiles;
-    Tiles v1_tiles = tiles;
-    (tgmm ? v1_tiles.k : v1_tiles.m) = tgmm ? v1_ragged.k : v1_ragged.m;
-    for (KernelVersion kernel : {KernelVersion::kV1, KernelVersion::kV2}) {
-      const Tiles& kernel_tiles = kernel == KernelVersion::kV1 ? v1_tiles : tiles;
-      for (int buffers = 1; buffers <= kMaxBuffers; ++buffers) {
-        try_candidate(TuneCandidate{kernel_tiles, kernel, buffers});
-      }
-    }
+  // The backend proposes candidates round by round from what was measured
+  // (round 0 starts with its heuristic's config: the baseline).
+  for (int round = 0;; ++round) {
+    Measurements measured;
+    for (const Timed& t : timed) measured.push_back(CandidateTiming{t.candidate, t.seconds, t.passed});
+    const std::vector<TuneCandidate> candidates = backend.candidates(shape, machine, round, measured);
+    if (candidates.empty()) break;
+    for (const TuneCandidate& c : candidates) try_candidate(c);
   }
   result.candidates_timed = static_cast<int>(timed.size());
 

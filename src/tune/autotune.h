@@ -1,8 +1,10 @@
-// The autotuner: races candidate configs of one grouped-matmul problem on
-// synthetic inputs and returns the fastest that passes the equivalence
-// check. Candidates are powers of two and divisors of the dims, aligned to
-// the microkernel's MR/NR, around the heuristic's choice; both kernel
-// versions; input buffer counts 1..4. Search and pruning: docs/tiling.md.
+// The autotuner: races the candidate configs the backend proposes for one
+// grouped-matmul problem (backends/cpu/candidates.h: powers of two and
+// divisors of the dims, aligned to the microkernel's MR/NR, around the
+// heuristic's choice; both kernel versions; input buffer counts 1..4) on
+// synthetic inputs, plain or quantized, running them through the backend
+// (never the public ops), and returns the fastest that passes the
+// equivalence check. Search and pruning: docs/tiling.md.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +12,7 @@
 #include <iosfwd>
 #include <vector>
 
+#include "backends/cpu/candidates.h"
 #include "raggemm/plan.h"
 
 namespace raggemm::tune {
@@ -40,10 +43,7 @@ struct TuneResult {
 // if none passes (a broken kernel, not a tuning outcome).
 TuneResult tune_problem(const GmmShape& shape, const TuneOptions& options);
 
-// The candidate values of one kernel axis: powers of two and divisors of
-// `extent` that are multiples of `align`, plus `extra`, within a factor
-// `spread` of `center`, at most `limit` of them nearest to `center`.
-std::vector<int64_t> axis_candidates(int64_t extent, int64_t align, int64_t center,
-                                     const std::vector<int64_t>& extra, double spread, size_t limit);
+// The candidate values of one kernel axis (the CPU backend's rule).
+using backends::cpu::axis_candidates;
 
 }  // namespace raggemm::tune

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -150,6 +151,40 @@ TEST(CliTrainHelp, ListsTheAliases) {
   ASSERT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("tokamax_gmm_autotune = gmm_autotune"), std::string::npos) << help.out;
   EXPECT_NE(help.out.find("allow_config_change_on_resume (default false)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace raggemm::testing
+
+namespace raggemm::testing {
+namespace {
+
+// Issue 20: quantized passes tune. `raggemm train gmm_autotune=true
+// quantization=...` tunes every expert (weight, pass) shape of the recipe
+// instead of stopping, and the cache holds one entry per pass, keyed by
+// the recipe.
+TEST(CliTrain, AutotuneTunesQuantizedPasses) {
+  for (const std::string recipe : {"fp8_full", "int8"}) {
+    SCOPED_TRACE(recipe);
+    TempDir dir;
+    const std::string cache = dir.file("cache.json");
+    const CliResult run = run_cli(
+        dir,
+        {"train", std::string(RAGGEMM_SOURCE_DIR) + "/configs/base.yml", "steps=2",
+         "gmm_autotune=true", "quantization=" + recipe, "base_emb_dim=64", "base_mlp_dim=64",
+         "base_num_decoder_layers=1", "num_experts=4", "base_output_directory=" + dir.file("run")},
+        "export RAGGEMM_TUNE_CACHE=" + shell_quote(cache));
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    EXPECT_EQ(run.err.find("not supported"), std::string::npos) << run.err;
+    std::ifstream in(cache);
+    ASSERT_TRUE(in) << "no tune cache written";
+    const nlohmann::json json = nlohmann::json::parse(in);
+    int quantized_entries = 0;
+    for (const auto& [key, entry] : json.at("entries").items()) {
+      if (key.find("quant=" + recipe) != std::string::npos) ++quantized_entries;
+    }
+    EXPECT_EQ(quantized_entries, 3) << json.dump();  // fwd, dlhs, drhs of the one expert shape
+  }
 }
 
 }  // namespace

@@ -152,12 +152,53 @@ TEST(Autotune, AHopelessCandidateRunsOnce) {
 }
 
 TEST(Autotune, RejectsWhatItCannotTune) {
-  GmmShape quantized = small_shape(Pass::kForward);
-  quantized.quantization = "fp8_full";
-  EXPECT_THROW(tune_problem(quantized, quick()), Error);
+  GmmShape unknown_recipe = small_shape(Pass::kForward);
+  unknown_recipe.quantization = "fp4";
+  try {
+    tune_problem(unknown_recipe, quick());
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("quantization"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("fp4"), std::string::npos) << e.what();
+  }
   GmmShape int8 = small_shape(Pass::kForward);
   int8.lhs_dtype = int8.rhs_dtype = DType::kI8;
   EXPECT_THROW(tune_problem(int8, quick()), Error);
+}
+
+// Quantized passes tune too (issue 20): on codes and scales laid out as the
+// quantized ops lay them (tune/quantized_inputs.h), through the backend, for
+// every pass and both recipes; the winner passed the check against the f64
+// reference of the dequantized operands.
+TEST(Autotune, QuantizedPassesTuneAndTheWinnerPassedTheCheck) {
+  for (const char* recipe : {"fp8_full", "int8"}) {
+    for (Pass pass : kAllPasses) {
+      SCOPED_TRACE(std::string(recipe) + " " + pass_name(pass));
+      GmmShape shape = small_shape(pass, {0, 150, 3, 0, 40});
+      shape.quantization = recipe;
+      const TuneResult result = tune_problem(shape, quick());
+      EXPECT_GE(result.candidates_timed, 1);
+      bool passed = false;
+      ASSERT_TRUE(listed(result.entry, result.entry.winner, &passed));
+      EXPECT_TRUE(passed);
+    }
+  }
+}
+
+// The quantized inputs' check is a real one: a candidate whose output is
+// corrupted fails it and is never the winner.
+TEST(Autotune, QuantizedCheckCatchesAWrongOutput) {
+  GmmShape shape = small_shape(Pass::kForward, {10, 0, 90, 60, 40});
+  shape.quantization = "int8";
+  const ResolvedPassConfig heuristic = heuristic_config(shape);
+  const TuneCandidate broken{heuristic.tiles, heuristic.kernel, heuristic.input_buffer_count};
+  TuneOptions options = quick();
+  options.sabotage = [&](const TuneCandidate& c) { return c == broken; };
+  const TuneResult result = tune_problem(shape, options);
+  bool passed = true;
+  ASSERT_TRUE(listed(result.entry, broken, &passed));
+  EXPECT_FALSE(passed);
+  EXPECT_FALSE(result.entry.winner == broken);
 }
 
 TEST(Autotune, AxisCandidatesAreAlignedAndNearTheCenter) {
