@@ -19,10 +19,34 @@
 #include <string>
 
 #include "raggemm/problem.h"
+#include "raggemm/quant_types.h"
 #include "raggemm/tensor.h"
 #include "raggemm/tiles.h"
 
 namespace raggemm {
+
+struct QuantizedTensor;  // raggemm/quant.h
+
+// An operand of gmm and tgmm: a plain tensor (f32, bf16, f16), or quantized
+// codes with their f32 scales, computing as value = decode(code) *
+// scale(cell) (the format: include/raggemm/quant.h). Plain tensors,
+// tensor views and quantized tensors convert to it, so one gmm() and one
+// tgmm() take either.
+struct GmmOperand {
+  TensorView values;                // plain values, or the codes
+  std::optional<TensorView> scales;  // set: quantized
+  QuantType type = QuantType::kFp8E4M3;
+  Granularity granularity;
+  const QuantizedTensor* source = nullptr;  // the quantized tensor it views, if any
+
+  GmmOperand(const TensorView& plain) : values(plain) {}  // NOLINT: plain operands convert
+  GmmOperand(const Tensor& plain) : values(plain.view()) {}  // NOLINT
+  GmmOperand(const QuantizedTensor& quantized);  // NOLINT: quantized operands convert
+  GmmOperand(const TensorView& codes, const TensorView& scales, QuantType type,
+             const Granularity& granularity)
+      : values(codes), scales(scales), type(type), granularity(granularity) {}
+  bool quantized() const { return scales.has_value(); }
+};
 
 struct GmmOptions {
   bool transpose_rhs = false;
@@ -55,6 +79,12 @@ struct GmmOptions {
   // The backend to run on, by name (src/backends/registry.cc: "cpu",
   // "reference"); "": the first registered that runs the call.
   std::string backend;
+  // Set: run the quantized pass of this recipe (include/raggemm/quant.h,
+  // "Per pass"): plain operands are quantized as the pass prescribes (lhs
+  // per row, or dout per row for dlhs; a plain weight per rhs_scaling), a
+  // quantized weight must be of the recipe's type. Unset: operands compute
+  // as they are, quantized ones through their own scales.
+  std::optional<QuantGmmOptions> quantize;
 };
 
 struct TgmmOptions {
@@ -74,20 +104,23 @@ struct TgmmOptions {
   // they are. tgmm() (which allocates its output) refuses it.
   bool accumulate = false;
   std::string backend;  // as GmmOptions::backend
+  // Set: the drhs pass of this recipe (lhs per row, its scales folded into
+  // dout, dout per column); both operands must be plain.
+  std::optional<QuantGmmOptions> quantize;
 };
 
 // Returns a new tensor [M, N] of options.out_dtype (or [M, N/2] with fuse_swiglu).
-Tensor gmm(const TensorView& lhs, const TensorView& rhs, const TensorView& group_sizes,
+Tensor gmm(const GmmOperand& lhs, const GmmOperand& rhs, const TensorView& group_sizes,
            const GmmOptions& options = {});
 // Writes into a caller-provided [M, N_out] contiguous tensor of
 // options.out_dtype (f32 or bf16).
-void gmm_into(const TensorView& lhs, const TensorView& rhs, const TensorView& group_sizes,
+void gmm_into(const GmmOperand& lhs, const GmmOperand& rhs, const TensorView& group_sizes,
               const TensorView& out, const GmmOptions& options = {});
 
 // Returns a new tensor [G_local, K, N] of options.out_dtype.
-Tensor tgmm(const TensorView& lhs, const TensorView& dout, const TensorView& group_sizes,
+Tensor tgmm(const GmmOperand& lhs, const GmmOperand& dout, const TensorView& group_sizes,
             const TgmmOptions& options = {});
-void tgmm_into(const TensorView& lhs, const TensorView& dout, const TensorView& group_sizes,
+void tgmm_into(const GmmOperand& lhs, const GmmOperand& dout, const TensorView& group_sizes,
                const TensorView& out, const TgmmOptions& options = {});
 
 // Options for the ops from a resolved config of raggemm/plan.h (other

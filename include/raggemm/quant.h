@@ -74,14 +74,6 @@ Tensor dequantize(const QuantizedTensor& quantized);
 // operands up to f32 summation order; int8 fwd with per-row and per-column
 // scales runs on integer dot products instead (i32 accumulation).
 
-struct QuantGmmOptions {
-  QuantRecipe recipe = QuantRecipe::kFp8;
-  RhsScaling rhs_scaling{};
-  // 0: lhs scales per row. 512 (or another size in 32..512): per row and per
-  // K-block of that size; v2 only, fwd only.
-  int64_t lhs_k_block = 0;
-};
-
 // A weight [G,K,N] quantized for the recipe: operand type, weight_granularity.
 QuantizedTensor quantize_weight(const TensorView& weight, QuantRecipe recipe,
                                 const RhsScaling& scaling);

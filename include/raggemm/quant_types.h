@@ -80,4 +80,14 @@ RhsScaling parse_rhs_scaling(std::string_view text, const std::string& argument)
 // channel:0,2+block:1:SIZE.
 Granularity weight_granularity(const RhsScaling& scaling);
 
+// How a quantized pass quantizes what it is given (include/raggemm/quant.h,
+// "Per pass"): the recipe's types, the weight's scaling, the lhs's K-blocks.
+struct QuantGmmOptions {
+  QuantRecipe recipe = QuantRecipe::kFp8;
+  RhsScaling rhs_scaling{};
+  // 0: lhs scales per row. 512 (or another size in 32..512): per row and per
+  // K-block of that size; v2 only, fwd only.
+  int64_t lhs_k_block = 0;
+};
+
 }  // namespace raggemm

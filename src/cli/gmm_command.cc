@@ -61,11 +61,9 @@ int run_gmm(const std::vector<std::string>& args) {
                       {{"--lhs", rows}, {"--rhs", problem.n}}, 4);
   GmmOptions options = op_options<GmmOptions>(flags, settings, problem, group_sizes);
   options.transpose_rhs = transpose_rhs;
+  options.quantize = settings.quant;  // one op: plain, or the recipe's quantized pass
   const DType dtype = settings.kernel.dtype;
-  Tensor out = settings.quant
-                   ? quantized_gmm(to_storage(lhs, dtype), to_storage(rhs, dtype), group_sizes,
-                                   options, *settings.quant)
-                   : gmm(to_storage(lhs, dtype), to_storage(rhs, dtype), group_sizes, options);
+  Tensor out = gmm(to_storage(lhs, dtype), to_storage(rhs, dtype), group_sizes, options);
   write_op_output(out_path, out);
   return 0;
 }

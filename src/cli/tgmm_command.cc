@@ -47,12 +47,10 @@ int run_tgmm(const std::vector<std::string>& args) {
   require_allocatable("the output [G,K,N] (G of --group-sizes, K of --lhs, N of --dout)",
                       {{"--group-sizes", problem.groups}, {"--lhs", problem.k}, {"--dout", problem.n}},
                       4);
-  const TgmmOptions options = op_options<TgmmOptions>(flags, settings, problem, group_sizes);
+  TgmmOptions options = op_options<TgmmOptions>(flags, settings, problem, group_sizes);
+  options.quantize = settings.quant;  // one op: plain, or the recipe's quantized pass
   const DType dtype = settings.kernel.dtype;
-  Tensor out = settings.quant
-                   ? quantized_tgmm(to_storage(lhs, dtype), to_storage(dout, dtype), group_sizes,
-                                    options, *settings.quant)
-                   : tgmm(to_storage(lhs, dtype), to_storage(dout, dtype), group_sizes, options);
+  Tensor out = tgmm(to_storage(lhs, dtype), to_storage(dout, dtype), group_sizes, options);
   write_op_output(out_path, out);
   return 0;
 }

@@ -177,9 +177,6 @@ QuantGmmOptions quant_options(const MatmulContext& context, Pass pass) {
   return options;
 }
 
-void copy_out(const Tensor& result, float* out) {
-  std::memcpy(out, result.data(), result.nbytes());
-}
 
 // The scope covers the op call only: casting to bf16 is glue, timed apart.
 void ops_gmm(const MatmulContext& context, const ResolvedPassConfig& config, Pass pass,
@@ -208,7 +205,8 @@ void ops_gmm(const MatmulContext& context, const ResolvedPassConfig& config, Pas
     log_call(context, name, pass, kernel_label(options.kernel), &quant);
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
     annotate(scope, name, pass, config, p, /*reference=*/false);
-    copy_out(quantized_gmm(lhs_view, w_view, sizes, options, quant), out);
+    options.quantize = quant;  // the same op as unquantized, written in place
+    gmm_into(lhs_view, w_view, sizes, TensorView(DType::kF32, Shape{p.m, out_cols}, out), options);
     return;
   }
   log_call(context, name, pass, kernel_label(options.kernel), nullptr, nullptr,
@@ -345,9 +343,9 @@ void grouped_grad_rhs<float>(const MatmulContext& context, const ResolvedPassCon
     log_call(context, name, Pass::kGradRhs, kernel_label(options.kernel), &quant);
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
     annotate(scope, name, Pass::kGradRhs, config, p, /*reference=*/false);
-    copy_out(quantized_tgmm(TensorView(DType::kF32, Shape{p.m, p.k}, x),
-                            TensorView(DType::kF32, Shape{p.m, p.n}, dy), sizes, options, quant),
-             dw);
+    options.quantize = quant;  // the same op as unquantized, written in place
+    tgmm_into(TensorView(DType::kF32, Shape{p.m, p.k}, x), TensorView(DType::kF32, Shape{p.m, p.n}, dy),
+              sizes, out, options);
     return;
   }
   log_call(context, name, Pass::kGradRhs, kernel_label(options.kernel), nullptr);

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 
+#include "ops/recipe_call.h"
 #include "ops/run_spec.h"
 #include "ops/validate.h"
 #include "raggemm/error.h"
@@ -203,15 +204,66 @@ Tensor quantized_gmm(const TensorView& lhs, const QuantizedTensor& weight,
 Tensor quantized_gmm(const TensorView& lhs, const TensorView& weight_f32,
                      const TensorView& group_sizes, const GmmOptions& options,
                      const QuantGmmOptions& quant) {
-  // Settings that cannot work are refused before the weight is quantized.
-  if (quant.rhs_scaling.block() && options.kernel == KernelVersion::kV1) {
-    fail("kernel", kernel_setting(options.kernel),
-         "rhs_scales=" + quant.rhs_scaling.to_string() + " (block-wise) needs kernel v2");
-  }
-  ops::check_tensor(weight_f32, "weight", 3, kFloatTypes);
-  return quantized_gmm(lhs, quantize_weight(weight_f32, quant.recipe, quant.rhs_scaling),
-                       group_sizes, options, quant);
+  GmmOptions with = options;
+  with.quantize = quant;
+  return gmm(lhs, weight_f32, group_sizes, with);
 }
+
+GmmOperand::GmmOperand(const QuantizedTensor& quantized)
+    : values(quantized.values.view()),
+      scales(quantized.scales.view()),
+      type(quantized.type),
+      granularity(quantized.granularity),
+      source(&quantized) {}
+
+namespace ops {
+
+Tensor recipe_gmm(const GmmOperand& lhs, const GmmOperand& rhs, const TensorView& group_sizes,
+                  const std::optional<TensorView>& out, const GmmOptions& options) {
+  const QuantGmmOptions quant = *options.quantize;
+  GmmOptions plain = options;
+  plain.quantize.reset();
+  if (lhs.quantized()) {
+    fail("lhs", "quantized", "options.quantize quantizes a plain lhs; run quantized operands without it");
+  }
+  QuantizedTensor quantized_weight;
+  const QuantizedTensor* weight = rhs.source;
+  if (rhs.quantized()) {
+    if (!weight) fail("rhs", "quantized view", "options.quantize takes a plain weight or a QuantizedTensor");
+  } else {
+    // Settings that cannot work are refused before the weight is quantized.
+    if (quant.rhs_scaling.block() && options.kernel == KernelVersion::kV1) {
+      fail("kernel", kernel_setting(options.kernel),
+           "rhs_scales=" + quant.rhs_scaling.to_string() + " (block-wise) needs kernel v2");
+    }
+    ops::check_tensor(rhs.values, "weight", 3, kFloatTypes);
+    quantized_weight = quantize_weight(rhs.values, quant.recipe, quant.rhs_scaling);
+    weight = &quantized_weight;
+  }
+  const QuantizedGmmOperands operands =
+      prepare_quantized_gmm(lhs.values, *weight, group_sizes, plain, quant);
+  if (!out) return run_quantized_gmm(operands, group_sizes, plain, quant);
+  run_quantized_gmm_into(operands, group_sizes, *out, plain, quant);
+  return Tensor();
+}
+
+Tensor recipe_tgmm(const GmmOperand& lhs, const GmmOperand& dout, const TensorView& group_sizes,
+                   const std::optional<TensorView>& out, const TgmmOptions& options) {
+  const QuantGmmOptions quant = *options.quantize;
+  TgmmOptions plain = options;
+  plain.quantize.reset();
+  if (lhs.quantized() || dout.quantized()) {
+    fail(lhs.quantized() ? "lhs" : "dout", "quantized",
+         "options.quantize quantizes plain operands; run quantized operands without it");
+  }
+  const QuantizedTgmmOperands operands =
+      prepare_quantized_tgmm(lhs.values, dout.values, group_sizes, plain, quant);
+  if (!out) return run_quantized_tgmm(operands, group_sizes, plain);
+  run_quantized_tgmm_into(operands, group_sizes, *out, plain);
+  return Tensor();
+}
+
+}  // namespace ops
 
 namespace {
 
@@ -289,8 +341,9 @@ void run_quantized_tgmm_into(const QuantizedTgmmOperands& operands,
 
 Tensor quantized_tgmm(const TensorView& lhs, const TensorView& dout, const TensorView& group_sizes,
                       const TgmmOptions& options, const QuantGmmOptions& quant) {
-  return run_quantized_tgmm(prepare_quantized_tgmm(lhs, dout, group_sizes, options, quant),
-                            group_sizes, options);
+  TgmmOptions with = options;
+  with.quantize = quant;
+  return tgmm(lhs, dout, group_sizes, with);
 }
 
 }  // namespace raggemm

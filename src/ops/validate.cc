@@ -166,6 +166,11 @@ void check_column_vector(const std::optional<TensorView>& v, const std::string& 
 void validate_tgmm(backends::GmmSpec& s, const CallSettings& c, int threads) {
   check_operand(s.lhs, "lhs", 2);
   check_operand(s.rhs, "dout", 2);
+  for (const auto& [op, name] : {std::pair{&s.lhs, "lhs"}, std::pair{&s.rhs, "dout"}}) {
+    if (op->quant && op->quant->granularity.has_block()) {
+      fail(name, op->quant->granularity.to_string(), "tgmm takes per-tensor or per-channel scales, not blocks");
+    }
+  }
   const int64_t m = s.lhs.values.dim(0);
   check_dim(s.rhs.values, "dout", 0, m, "rows of lhs");
   const std::vector<int64_t> starts = check_group_sizes(s.group_sizes, m);
@@ -221,6 +226,16 @@ void validate_gmm(backends::GmmSpec& s, const CallSettings& c, int threads) {
   if (quantized && s.rhs.quant->granularity.has_block() && c.kernel == KernelVersion::kV1) {
     fail("kernel", kernel_name(c.kernel),
          "block-wise weight scales (" + s.rhs.quant->granularity.to_string() + ") need kernel v2");
+  }
+  // lhs blocks: along K, in the forward pass, on v2 (what the kernels read).
+  if (s.lhs.quant && s.lhs.quant->granularity.has_block()) {
+    const Granularity& g = s.lhs.quant->granularity;
+    if (transpose || g.block_axis != 1) {
+      fail("lhs", g.to_string(), "lhs scales in blocks exist along K in the forward pass only");
+    }
+    if (c.kernel == KernelVersion::kV1) {
+      fail("kernel", kernel_name(c.kernel), "lhs scales per K-block (" + g.to_string() + ") need kernel v2");
+    }
   }
 }
 

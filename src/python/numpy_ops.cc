@@ -111,32 +111,19 @@ nb::object gmm(const InputArray& lhs, const std::string& lhs_dtype, const InputA
   options.out_dtype = parse_dtype(out_dtype, "out_dtype");
   options.accumulate = accumulate;
 
-  if (quant && out) {  // into the caller's array (accumulate needs one)
-    const QuantGmmOptions quant_options = QuantArgs{quant, rhs_scales, lhs_k_block}.options();
-    round_k_to_weight_blocks(quant_options, transpose_rhs, lhs_view.dim(1), options.tiles);
-    const TensorView out_view = view_of_output(*out, options.out_dtype, "out");
-    nb::gil_scoped_release release;
-    traced_gmm(pass, weight, config, lhs_view, rhs_view, sizes_view, local_groups, [&] {
-      const QuantizedTensor q_weight =
-          quantize_weight(rhs_view, quant_options.recipe, quant_options.rhs_scaling);
-      run_quantized_gmm_into(
-          prepare_quantized_gmm(lhs_view, q_weight, sizes_view, options, quant_options),
-          sizes_view, out_view, options, quant_options);
-    });
-    return nb::none();
+  if (quant) {  // one op: the recipe's quantized pass
+    options.quantize = QuantArgs{quant, rhs_scales, lhs_k_block}.options();
+    round_k_to_weight_blocks(*options.quantize, transpose_rhs, lhs_view.dim(1), options.tiles);
   }
-  if (quant) {
-    const QuantGmmOptions quant_options = QuantArgs{quant, rhs_scales, lhs_k_block}.options();
-    round_k_to_weight_blocks(quant_options, transpose_rhs, lhs_view.dim(1), options.tiles);
+  if (!out) {  // plain calls always bring one (python/raggemm/_ops.py)
+    if (!quant) fail("out", "None", "an output array is required");
     return quantized_to_numpy([&] {
       Tensor result;
-      traced_gmm(pass, weight, config, lhs_view, rhs_view, sizes_view, local_groups, [&] {
-        result = quantized_gmm(lhs_view, rhs_view, sizes_view, options, quant_options);
-      });
+      traced_gmm(pass, weight, config, lhs_view, rhs_view, sizes_view, local_groups,
+                 [&] { result = gmm(lhs_view, rhs_view, sizes_view, options); });
       return result;
     });
   }
-  if (!out) fail("out", "None", "an output array is required");
   const TensorView out_view = view_of_output(*out, options.out_dtype, "out");
   {
     nb::gil_scoped_release release;
@@ -168,30 +155,16 @@ nb::object tgmm(const InputArray& lhs, const std::string& lhs_dtype, const Input
   options.out_dtype = parse_dtype(out_dtype, "out_dtype");
   options.accumulate = accumulate;
 
-  if (quant && out) {  // into the caller's array (accumulate needs one)
-    const QuantGmmOptions quant_options = QuantArgs{quant, rhs_scales, 0}.options();
-    const TensorView out_view = view_of_output(*out, options.out_dtype, "out");
-    nb::gil_scoped_release release;
-    traced_gmm(Pass::kGradRhs, weight, config, lhs_view, dout_view, sizes_view, local_groups, [&] {
-      run_quantized_tgmm_into(
-          prepare_quantized_tgmm(lhs_view, dout_view, sizes_view, options, quant_options),
-          sizes_view, out_view, options);
-    });
-    return nb::none();
-  }
-  if (quant) {
-    const QuantGmmOptions quant_options = QuantArgs{quant, rhs_scales, 0}.options();
+  if (quant) options.quantize = QuantArgs{quant, rhs_scales, 0}.options();  // one op
+  if (!out) {  // plain calls always bring one (python/raggemm/_ops.py)
+    if (!quant) fail("out", "None", "an output array is required");
     return quantized_to_numpy([&] {
       Tensor result;
       traced_gmm(Pass::kGradRhs, weight, config, lhs_view, dout_view, sizes_view, local_groups,
-                 [&] {
-                   result = quantized_tgmm(lhs_view, dout_view, sizes_view, options,
-                                           quant_options);
-                 });
+                 [&] { result = tgmm(lhs_view, dout_view, sizes_view, options); });
       return result;
     });
   }
-  if (!out) fail("out", "None", "an output array is required");
   const TensorView out_view = view_of_output(*out, options.out_dtype, "out");
   {
     nb::gil_scoped_release release;

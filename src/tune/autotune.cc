@@ -235,7 +235,10 @@ TuneResult tune_problem(const GmmShape& shape, const TuneOptions& options) {
   // heuristic's config is always measured: it is the baseline).
   auto try_candidate = [&](const TuneCandidate& c) {
     if (!seen.insert(describe(c)).second) return;
-    if (!timed.empty() && seconds_since(start) + kCostMargin * last_cost > options.budget_s) {
+    // The budget bounds the search once it has an answer: until some
+    // candidate passed the check (the baseline may not, on a broken kernel),
+    // the search goes on past it.
+    if (best_passing() && seconds_since(start) + kCostMargin * last_cost > options.budget_s) {
       result.budget_cut = true;
       return;
     }

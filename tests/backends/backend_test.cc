@@ -212,3 +212,84 @@ TEST(BackendSeam, ReferenceBackendWritesBf16AndAccumulates) {
 
 }  // namespace
 }  // namespace raggemm
+
+namespace raggemm {
+namespace {
+
+// Issue 20 item 2: one gmm() and one tgmm() take plain or quantized
+// operands. Quantized operands compute through their own scales (the
+// result is the f32 op on their dequantized values, up to summation
+// order); options.quantize runs a recipe's pass and is the same call as the
+// quantized_* functions, bit for bit.
+TEST(QuantizedOperands, GmmAndTgmmTakeQuantizedTensors) {
+  const std::vector<int64_t> sizes_list = {13, 0, 20, 8};
+  const Tensor sizes = sizes_tensor(sizes_list);
+  const Tensor lhs = random_tensor({45, 64}, DType::kF32, 21);
+  const Tensor weight = random_tensor({4, 64, 24}, DType::kF32, 22);
+  const Tensor dout = random_tensor({45, 24}, DType::kF32, 23);
+  for (QuantType type : {QuantType::kInt8, QuantType::kFp8E4M3, QuantType::kFp8E5M2}) {
+    SCOPED_TRACE(quant_type_name(type));
+    const QuantizedTensor q_lhs = quantize(lhs, type, Granularity::channel({0}));
+    const QuantizedTensor q_weight = quantize(weight, type, Granularity::channel({0, 2}));
+    const QuantizedTensor q_dout = quantize(dout, type, Granularity::channel({1}));
+    GmmOptions o;
+    o.kernel = KernelVersion::kV2;
+    const Tensor got = gmm(q_lhs, q_weight, sizes, o);
+    const Tensor want = gmm(dequantize(q_lhs), dequantize(q_weight), sizes, o);
+    EXPECT_LE(max_scaled_error(got, want, 64), 1.0);
+    // Mixed: a plain lhs against a quantized weight.
+    EXPECT_LE(max_scaled_error(gmm(lhs, q_weight, sizes, o), gmm(lhs, dequantize(q_weight), sizes, o), 64), 1.0);
+    TgmmOptions t;
+    t.kernel = KernelVersion::kV2;
+    const Tensor got_t = tgmm(q_lhs, q_dout, sizes, t);
+    const Tensor want_t = tgmm(dequantize(q_lhs), dequantize(q_dout), sizes, t);
+    EXPECT_LE(max_scaled_error(got_t, want_t, 45), 1.0);
+  }
+}
+
+TEST(QuantizedOperands, OptionsQuantizeIsTheRecipePassBitForBit) {
+  const Tensor sizes = sizes_tensor({13, 0, 20, 8});
+  const Tensor lhs = random_tensor({45, 64}, DType::kF32, 24);
+  const Tensor weight = random_tensor({4, 64, 24}, DType::kF32, 25);
+  const Tensor dout = random_tensor({45, 24}, DType::kF32, 26);
+  for (QuantRecipe recipe : {QuantRecipe::kInt8, QuantRecipe::kFp8}) {
+    QuantGmmOptions quant;
+    quant.recipe = recipe;
+    GmmOptions o;
+    o.kernel = KernelVersion::kV2;
+    GmmOptions with = o;
+    with.quantize = quant;
+    const Tensor a = gmm(lhs, weight, sizes, with);
+    const Tensor b = quantized_gmm(lhs, quantize_weight(weight, recipe, {}), sizes, o, quant);
+    ASSERT_EQ(std::memcmp(a.data(), b.data(), a.nbytes()), 0) << quant_recipe_name(recipe);
+    Tensor into(DType::kF32, a.shape());
+    gmm_into(lhs, weight, sizes, into, with);
+    ASSERT_EQ(std::memcmp(into.data(), a.data(), a.nbytes()), 0);
+    TgmmOptions t;
+    t.kernel = KernelVersion::kV2;
+    t.quantize = quant;
+    const Tensor c = tgmm(lhs, dout, sizes, t);
+    TgmmOptions plain = t;
+    plain.quantize.reset();
+    const Tensor d = run_quantized_tgmm(prepare_quantized_tgmm(lhs, dout, sizes, plain, quant), sizes, plain);
+    ASSERT_EQ(std::memcmp(c.data(), d.data(), c.nbytes()), 0) << quant_recipe_name(recipe);
+  }
+}
+
+TEST(QuantizedOperands, OptionsQuantizeRefusesAQuantizedLhs) {
+  const Tensor sizes = sizes_tensor({3, 3});
+  const Tensor lhs = random_tensor({6, 32}, DType::kF32, 27);
+  const Tensor weight = random_tensor({2, 32, 8}, DType::kF32, 28);
+  const QuantizedTensor q_lhs = quantize(lhs, QuantType::kFp8E4M3, Granularity::channel({0}));
+  GmmOptions o;
+  o.quantize = QuantGmmOptions{};
+  try {
+    gmm(q_lhs, weight, sizes, o);
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("lhs"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace raggemm
