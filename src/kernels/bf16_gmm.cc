@@ -1,6 +1,7 @@
-// The bf16 dot-product drivers (bf16_gmm.h). gmm: work items are (group, up
-// to kRowTilesPerItem m-tiles of its rows, n-tile), as in gmm v2; an item
-// packs each k-slice of its B tile once and reuses it for its m-tiles. tgmm:
+// The bf16 dot-product paths (bf16_gmm.h). gmm: a configuration of the gmm
+// driver (kernels/gmm_driver.h), work items (group, up to kRowTilesPerItem
+// m-tiles of its rows, n-tile) as in gmm v2, each packing a K-block of its
+// B tile once and reusing it for its m-tiles. tgmm:
 // one item per output tile (group, K-tile, N-tile), walking the group's
 // tokens in slices of tiles.k from its first row, as in tgmm v2. Slices of
 // the contraction are rounded up to even so no pair straddles two slices.
@@ -12,8 +13,7 @@
 #include <cstring>
 
 #include "kernels/bf16_pack.h"
-#include "kernels/group_items.h"
-#include "kernels/parallel.h"
+#include "kernels/gmm_driver.h"
 #include "kernels/tgmm_common.h"
 #include "kernels/workspace.h"
 
@@ -27,17 +27,19 @@ bool plain_bf16(const Operand& op) { return op.dtype == DType::kBF16 && !op.scal
 // A per-thread buffer of `count` bf16 values.
 uint16_t* bf16_workspace(Slot slot, int64_t count) { return workspace_as<uint16_t>(slot, count); }
 
+// Bytes a row of A or a column of B takes per pair of k.
+constexpr int64_t kPairBytes = 2 * sizeof(uint16_t);
+
 // Depth of a slice of the contraction: twice the tiles' k, which the machine
 // model sized for packed f32 panels (the same bytes hold twice as many bf16),
 // rounded up to even.
 int64_t slice_depth(int64_t tile_k) { return std::max<int64_t>(2, tile_k * 2); }
 
-// C[0:rows, 0:cols] (= or +=) A_packed * B_packed, B micro-panel outer so it
-// stays in L1 across the A micro-panels.
 // Streamed tiles of a contraction this short are bound by their stores; they
 // go along the rows instead (as macro_kernel.cc's row bands).
 constexpr int64_t kRowBandMaxDepth = 16;
 
+// C[0:rows, 0:cols] (= or +=) A_packed * B_packed for tgmm's tiles.
 void macro_kernel_bf16(const Bf16Microkernel& uk, int64_t kc, const uint16_t* a, int64_t rows,
                        const uint16_t* b, int64_t cols, float* c, int64_t ldc, Store store) {
   const int64_t kp = pairs_of(kc);
@@ -52,15 +54,12 @@ void macro_kernel_bf16(const Bf16Microkernel& uk, int64_t kc, const uint16_t* a,
     }
     return;
   }
-  for (int64_t j = 0; j < cols; j += uk.nr) {
-    const int width = static_cast<int>(std::min<int64_t>(uk.nr, cols - j));
-    const uint16_t* b_panel = b + (j / uk.nr) * uk.nr * kp * 2;
-    for (int64_t i = 0; i < rows; i += uk.mr) {
-      const int height = static_cast<int>(std::min<int64_t>(uk.mr, rows - i));
-      uk.run(kp, a + (i / uk.mr) * uk.mr * kp * 2, b_panel, c + i * ldc + j, ldc, height, width,
-             store);
-    }
-  }
+  multiply_panels(reinterpret_cast<const char*>(a), PanelLayout{uk.mr, kPairBytes, kp}, rows,
+                  reinterpret_cast<const char*>(b), PanelLayout{uk.nr, kPairBytes, kp}, cols, c,
+                  ldc, [&](const char* ap, const char* bp, float* cp, int64_t ld, int h, int w) {
+                    uk.run(kp, reinterpret_cast<const uint16_t*>(ap),
+                           reinterpret_cast<const uint16_t*>(bp), cp, ld, h, w, store);
+                  });
 }
 
 // Columns of B packed and multiplied at a time by an item of one m-tile (a
@@ -68,54 +67,73 @@ void macro_kernel_bf16(const Bf16Microkernel& uk, int64_t kc, const uint16_t* a,
 // B being packed past it and read back (as gmm v2's small items).
 constexpr int64_t kChunkCols = 128;
 
-void run_gmm_item(const GmmProblem& p, const Schedule& s, const Bf16Microkernel& uk,
-                  const GroupItem& item) {
-  const Operand rhs = p.rhs.group(item.group);
-  const int64_t kc_max = slice_depth(s.tiles.k);
-  const int64_t tm = s.tiles.m;
-  const int64_t width = item.col_end - item.col_begin;
-  const bool one_tile = item.row_end - item.row_begin <= tm;
-  const int64_t chunk = one_tile ? std::min(kChunkCols, width) : width;
-  uint16_t* packed_b = bf16_workspace(Slot::kPackedB, bf16_packed_size(chunk, kc_max, uk.nr));
-  uint16_t* packed_a = bf16_workspace(Slot::kPackedA, bf16_packed_size(tm, kc_max, uk.mr));
-  // f32 output: the slices accumulate in place. bf16: in an f32 block of the
-  // item, rounded once by the store stage below.
-  const OutputView out = p.output();
-  const int64_t item_rows = item.row_end - item.row_begin;
-  float* acc = out.direct() ? nullptr : workspace(Slot::kAccumulator, item_rows * width);
-  auto c_at = [&](int64_t r, int64_t c) {
-    return acc ? acc + (r - item.row_begin) * width + (c - item.col_begin) : out.f32_at(r, c);
-  };
-  const int64_t ldc = acc ? width : p.n;
-  for (int64_t k0 = 0; k0 < p.k; k0 += kc_max) {
-    const int64_t kc = std::min(kc_max, p.k - k0);
-    const Store store = k0 > 0 ? Store::kAccumulate : Store::kOverwrite;
-    if (one_tile) {  // A once, then B chunk by chunk
-      const int64_t rows = item.row_end - item.row_begin;
-      pack_pairs_along_rows(bits(p.lhs), p.lhs.ld, item.row_begin, rows, k0, kc, uk.mr, packed_a);
-    }
-    for (int64_t c0 = item.col_begin; c0 < item.col_end; c0 += chunk) {
-      const int64_t cols = std::min(chunk, item.col_end - c0);
-      if (p.transpose_rhs) {  // rhs [N, K]: pairs along its rows
-        pack_pairs_along_rows(bits(rhs), rhs.ld, c0, cols, k0, kc, uk.nr, packed_b);
-      } else {  // rhs [K, N]: pairs down its columns
-        pack_pairs_down_columns(bits(rhs), rhs.ld, k0, kc, p.k, c0, cols, uk.nr, packed_b);
-      }
-      for (int64_t r0 = item.row_begin; r0 < item.row_end; r0 += tm) {
-        const int64_t rows = std::min(tm, item.row_end - r0);
-        if (!one_tile) {
-          pack_pairs_along_rows(bits(p.lhs), p.lhs.ld, r0, rows, k0, kc, uk.mr, packed_a);
-        }
-        macro_kernel_bf16(uk, kc, packed_a, rows, packed_b, cols, c_at(r0, c0), ldc, store);
-      }
+// The bf16 configuration of the gmm driver (kernels/gmm_driver.h): pairs of
+// k, the bf16 dot microkernel from the registry, f32 accumulation in place
+// for an f32 output (else in the chunk's f32 block, which the output's store
+// stage writes once). An item of one m-tile walks its columns in chunks of
+// kChunkCols with its A packed once over all of K; a larger item takes its
+// columns in one chunk and packs A per m-tile and K-block.
+struct Bf16GmmPolicy {
+  using Acc = float;
+  const GmmProblem& p;
+  const Bf16Microkernel& uk;
+  OutputView out;
+  int mr, nr;
+  int k_group = 2;
+  int64_t a_step_bytes = kPairBytes, b_step_bytes = kPairBytes;
+  int64_t k, n, kc, tm, tn;
+
+  Bf16GmmPolicy(const GmmProblem& problem, const Schedule& s, const Bf16Microkernel& kernel)
+      : p(problem),
+        uk(kernel),
+        out(problem.output()),
+        mr(kernel.mr),
+        nr(kernel.nr),
+        k(problem.k),
+        n(problem.n),
+        kc(slice_depth(s.tiles.k)),
+        tm(whole_panels(s.tiles.m, kernel.mr)),
+        tn(whole_panels(s.tiles.n, kernel.nr)) {}
+
+  int64_t chunk_cols(const GroupItem& item) const {
+    return item.row_end - item.row_begin <= tm ? kChunkCols : item.col_end - item.col_begin;
+  }
+  bool pack_a_whole_k(int64_t chunks) const { return chunks > 1; }
+  bool accumulates_in_place() const { return out.direct(); }
+  float* out_at(int64_t row, int64_t col) const { return out.f32_at(row, col); }
+
+  void pack_a(int64_t r0, int64_t rows, int64_t k0, int64_t depth, char* dst) const {
+    pack_pairs_along_rows(bits(p.lhs), p.lhs.ld, r0, rows, k0, depth, mr,
+                          reinterpret_cast<uint16_t*>(dst));
+  }
+
+  void pack_b(const GroupItem& item, int64_t k0, int64_t depth, int64_t c0, int64_t cols,
+              char* dst) const {
+    const Operand rhs = p.rhs.group(item.group);
+    uint16_t* packed = reinterpret_cast<uint16_t*>(dst);
+    if (p.transpose_rhs) {  // rhs [N, K]: pairs along its rows
+      pack_pairs_along_rows(bits(rhs), rhs.ld, c0, cols, k0, depth, nr, packed);
+    } else {  // rhs [K, N]: pairs down its columns
+      pack_pairs_down_columns(bits(rhs), rhs.ld, k0, depth, k, c0, cols, nr, packed);
     }
   }
-  if (p.k == 0) {  // empty contraction: the product is zero
-    out.zero(item.row_begin, item.col_begin, item_rows, width);
-  } else if (acc) {
-    out.store(item.row_begin, item.col_begin, acc, width, item_rows, width);
+
+  void multiply(int64_t kp, const char* a, const char* b, float* c, int64_t ldc, int rows,
+                int cols, bool accumulate) const {
+    uk.run(kp, reinterpret_cast<const uint16_t*>(a), reinterpret_cast<const uint16_t*>(b), c, ldc,
+           rows, cols, accumulate ? Store::kAccumulate : Store::kOverwrite);
   }
-}
+
+  void finish(const GroupItem& item, int64_t c0, int64_t cols, const float* acc,
+              int64_t ldc) const {
+    const int64_t rows = item.row_end - item.row_begin;
+    if (k == 0) {  // empty contraction: the product is zero
+      out.zero(item.row_begin, c0, rows, cols);
+    } else if (acc) {
+      out.store(item.row_begin, c0, acc, ldc, rows, cols);
+    }
+  }
+};
 
 // A tile of a bf16 output, or one accumulated into (as tgmm v2's): the
 // slices accumulate in an f32 tile (or, f32 and one slice, in place with
@@ -155,15 +173,12 @@ bool bf16_dot_fits(const GmmProblem& p) {
 bool bf16_dot_fits(const TgmmProblem& p) { return plain_bf16(p.lhs) && plain_bf16(p.dout); }
 
 void bf16_gmm(const GmmProblem& p, const Schedule& s, const Bf16Microkernel& uk) {
-  zero_uncovered_rows(p.starts, p.group_offset, p.local_groups, p.m, p.output(), p.n);
-  Schedule schedule = s;
-  schedule.tiles.m = whole_panels(s.tiles.m, uk.mr);
-  schedule.tiles.n = whole_panels(s.tiles.n, uk.nr);
-  // The B slice is packed whatever the rows: a few rows still cost it.
-  const auto [items, costs] =
-      group_items(p.starts, p.group_offset, p.local_groups, schedule.tiles.m * kRowTilesPerItem,
-                  p.n, schedule.tiles.n, /*row_overhead=*/8);
-  parallel_items(costs, s.threads, [&](int64_t i) { run_gmm_item(p, schedule, uk, items[i]); });
+  const Bf16GmmPolicy policy(p, s, uk);
+  DriverItems d{p.starts, p.group_offset, p.local_groups, p.m, p.n};
+  d.rows_per_item = policy.tm * kRowTilesPerItem;
+  d.col_step = policy.tn;
+  d.row_overhead = 8;  // the B slice is packed whatever the rows: a few rows still cost it
+  run_driver(policy, d, p.output(), s.threads);
 }
 
 void bf16_tgmm(const TgmmProblem& p, const Schedule& s, const Bf16Microkernel& uk) {

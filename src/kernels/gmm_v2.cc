@@ -9,11 +9,11 @@
 #include "kernels/bf16_gmm.h"
 #include "kernels/epilogue.h"
 #include "kernels/gmm_kernel.h"
+#include "kernels/gmm_driver.h"
 #include "kernels/group_items.h"
 #include "kernels/machine_model.h"
 #include "kernels/macro_kernel.h"
 #include "kernels/pack.h"
-#include "kernels/parallel.h"
 #include "kernels/workspace.h"
 
 namespace raggemm::kernels {
@@ -211,13 +211,12 @@ void gmm_v2(const GmmProblem& p, const Schedule& s) {
       return;
     }
   }
-  zero_uncovered_rows(p.starts, p.group_offset, p.local_groups, p.m, p.output(), p.out_cols());
   const Microkernel uk = select_microkernel();
   const int64_t chunk_cols = b_chunk_cols(this_machine_model(s.threads).caches.l2, s.tiles.k, uk.nr);
-  const auto [items, costs] = group_items(p.starts, p.group_offset, p.local_groups,
-                                          s.tiles.m * kRowTilesPerItem, p.out_cols(), s.tiles.n,
-                                          /*row_overhead=*/0);
-  parallel_items(costs, s.threads, [&](int64_t i) { run_item(p, s, uk, chunk_cols, items[i]); });
+  const DriverItems d{p.starts, p.group_offset, p.local_groups, p.m, p.out_cols(),
+                      s.tiles.m * kRowTilesPerItem, s.tiles.n, /*row_overhead=*/0};
+  for_each_group_item(d, p.output(), s.threads,
+                      [&](const GroupItem& item) { run_item(p, s, uk, chunk_cols, item); });
 }
 
 }  // namespace raggemm::kernels
