@@ -4,6 +4,7 @@
 #include <limits>
 #include <random>
 
+#include "backends/registry.h"
 #include "kernels/bf16_microkernel.h"
 #include "kernels/int8_gmm.h"
 #include "kernels/int8_microkernel.h"
@@ -15,8 +16,6 @@
 
 namespace raggemm::cases {
 namespace {
-
-KernelVersion kernel_of(const std::string& backend) { return parse_kernel(backend, "backend"); }
 
 int64_t rhs_groups(const Case& c) {
   return c.groups.local_groups < 0 ? c.num_groups() : c.groups.local_groups;
@@ -31,7 +30,8 @@ GmmOptions gmm_options(const Case& c, const CaseInputs& in, int threads) {
   GmmOptions o;
   o.transpose_rhs = c.pass == CasePass::kDlhs;
   o.tiles = c.tiles;
-  o.kernel = kernel_of(c.backend);
+  if (c.runs_on.kernel) o.kernel = *c.runs_on.kernel;
+  o.backend = c.runs_on.name;
   o.threads = threads;
   o.group_offset = c.groups.group_offset;
   o.local_groups = c.groups.local_groups;
@@ -45,7 +45,8 @@ GmmOptions gmm_options(const Case& c, const CaseInputs& in, int threads) {
 TgmmOptions tgmm_options(const Case& c, int threads) {
   TgmmOptions o;
   o.tiles = c.tiles;
-  o.kernel = kernel_of(c.backend);
+  if (c.runs_on.kernel) o.kernel = *c.runs_on.kernel;
+  o.backend = c.runs_on.name;
   o.threads = threads;
   o.group_offset = c.groups.group_offset;
   o.local_groups = c.groups.local_groups;
@@ -85,7 +86,22 @@ Tensor values_of(const QuantizedTensor& q, bool with_scales) {
 
 }  // namespace
 
-std::vector<std::string> case_backends() { return {"v1", "v2"}; }
+std::vector<CaseBackend> case_backends() {
+  std::vector<CaseBackend> axis;
+  const backends::Backend* first = backends::registered_backends().front();
+  for (const backends::Backend* backend : backends::registered_backends()) {
+    const std::string name = backend->name();
+    if (name == kOracleBackend) continue;
+    const std::string prefix = backend == first ? "" : name;
+    const std::vector<KernelVersion> kernels = backend->kernel_versions();
+    if (kernels.empty()) axis.push_back({name, name, std::nullopt});
+    for (KernelVersion kernel : kernels) {
+      const std::string generation = kernel_name(kernel);
+      axis.push_back({prefix.empty() ? generation : prefix + "-" + generation, name, kernel});
+    }
+  }
+  return axis;
+}
 
 CaseInputs make_inputs(const Case& c, uint32_t seed) {
   CaseInputs in;
@@ -177,7 +193,7 @@ std::string engaged_path(const Case& c) {
       c.epilogue == Epilogue::kNone && kernels::int8_gmm_available()) {
     return std::string("int8-dot:") + kernels::select_int8_microkernel().target;
   }
-  if (!s.recipe && s.dtype == DType::kBF16 && c.backend == "v2" &&
+  if (!s.recipe && s.dtype == DType::kBF16 && c.runs_on.kernel == KernelVersion::kV2 &&
       (c.pass == CasePass::kDrhs || c.epilogue == Epilogue::kNone)) {
     if (const kernels::Bf16Microkernel* uk = kernels::select_bf16_microkernel()) {
       return std::string("bf16-dot:") + uk->target;
@@ -188,9 +204,13 @@ std::string engaged_path(const Case& c) {
 
 Tensor reference_output(const Case& c, const CaseInputs& in, const Tensor& a, const Tensor& b) {
   if (c.pass == CasePass::kDrhs) {
-    return testing::reference_tgmm(a, b, c.groups.sizes, tgmm_options(c, 1));
+    TgmmOptions o = tgmm_options(c, 1);
+    o.backend = kOracleBackend;
+    return tgmm(a, b, in.group_sizes, o);
   }
-  return testing::reference_gmm(a, b, c.groups.sizes, gmm_options(c, in, 1));
+  GmmOptions o = gmm_options(c, in, 1);
+  o.backend = kOracleBackend;
+  return gmm(a, b, in.group_sizes, o);
 }
 
 }  // namespace raggemm::cases

@@ -1,13 +1,11 @@
-// The backend axis of the case table, behind one adapter. Today the
-// backends are the CPU kernel generations v1 and v2, reached through the
-// public ops (gmm_into, tgmm_into, the quantized ops); the int8 integer-dot
-// and bf16-dot paths engage inside them where storage and ISA allow. When
-// the backend registry (src/backends/) lands, this file is the one to
-// change: case_backends() returns the registry's backend names and
-// BackendRun (its constructor and run()) builds the GmmSpec and calls the
-// backend's run; the table, the test and `raggemm bench --cases` stay as
-// they are. The reference (reference_output) moves the same way, to the
-// registry's reference backend.
+// The backend axis of the case table and how a case runs on it: every
+// backend of the registry (src/backends/registry.cc) in each of its kernel
+// generations, except the reference, which is the oracle each case is
+// checked against (reference_output). A case runs through the public ops
+// (gmm_into, tgmm_into, the quantized ops) with its backend and generation
+// named in the options, as a caller selects them; the int8 integer-dot and
+// bf16-dot paths engage inside the CPU kernels where storage and ISA allow.
+// A backend added to the registry joins the table with no edit here.
 #pragma once
 
 #include <optional>
@@ -20,8 +18,12 @@
 
 namespace raggemm::cases {
 
-// The backends every case is crossed with ("v1", "v2").
-std::vector<std::string> case_backends();
+// The backends every case is crossed with, in the registry's order: today
+// the CPU kernels' "v1" and "v2".
+std::vector<CaseBackend> case_backends();
+
+// The name of the registry's oracle backend, left out of the axis.
+inline constexpr const char* kOracleBackend = "reference";
 
 // A case's inputs in their storage type (f32 for quantized cases: the op
 // quantizes them), plus the output-stage vectors.
@@ -69,8 +71,8 @@ class BackendRun {
 // "f32:AVX3", "bf16-dot:AVX512_BF16", "int8-dot:AVX512_VNNI" (for reports).
 std::string engaged_path(const Case& c);
 
-// The f64 reference of the case (kernels/reference.h through the public
-// argument types) on the given operands.
+// The f64 reference of the case on the given operands: the same public op
+// on the registry's reference backend.
 Tensor reference_output(const Case& c, const CaseInputs& in, const Tensor& a, const Tensor& b);
 
 }  // namespace raggemm::cases

@@ -51,6 +51,18 @@ struct Isa {
   std::string bf16_kernel = "auto";
 };
 
+// A value of the backend axis: a registered backend (src/backends/
+// registry.cc) in one of its kernel generations, or in its one
+// configuration when it offers none.
+struct CaseBackend {
+  // The axis value in case ids: the generation alone ("v1", "v2") for the
+  // first registered backend, the CPU kernels (their ids predate the
+  // registry), "<name>" or "<name>-<generation>" for any other.
+  std::string label = "v2";
+  std::string name = "cpu";                          // GmmOptions::backend
+  std::optional<KernelVersion> kernel = KernelVersion::kV2;  // GmmOptions::kernel
+};
+
 // Group sizes, and the expert-parallel slice of them the rhs holds.
 struct Groups {
   std::string name;  // "uniform", "empty:0.4", "partial", "zipf:1.5", "ep:1+2", "mask:G3:101"
@@ -68,7 +80,8 @@ enum class Expect {
 struct Case {
   CasePass pass = CasePass::kFwd;
   Storage storage;
-  std::string backend = "v2";  // the backend axis: a name from case_backends()
+  std::string backend = "v2";  // the backend axis: a label from case_backends()
+  CaseBackend runs_on;         // the backend and configuration that label names
   Isa isa;
   Epilogue epilogue = Epilogue::kNone;
   Groups groups;

@@ -30,6 +30,11 @@ class Backend {
   // words an error message can carry.
   virtual std::string unsupported(const GmmSpec& spec) const = 0;
 
+  // The kernel generations it offers as configurations (GmmOptions::kernel
+  // fixes one; the case table crosses every one). Empty: one configuration,
+  // and the kernel setting does not apply.
+  virtual std::vector<KernelVersion> kernel_versions() const = 0;
+
   // The configuration to run a problem of this shape with when the caller
   // fixes none, on `machine`; `kernel`, when set, is the generation the
   // caller fixed (its tiles are then chosen for it).

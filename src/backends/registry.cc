@@ -25,11 +25,19 @@ const Backend* find_backend(std::string_view name) {
 }
 
 const Backend& select_backend(const GmmSpec& spec, std::string_view name) {
+  return select_backend(spec, name, registered_backends());
+}
+
+const Backend& select_backend(const GmmSpec& spec, std::string_view name,
+                              const std::vector<const Backend*>& table) {
   if (!name.empty()) {
-    const Backend* backend = find_backend(name);
+    const Backend* backend = nullptr;
+    for (const Backend* b : table) {
+      if (name == b->name()) backend = b;
+    }
     if (!backend) {
       std::string known;
-      for (const Backend* b : registered_backends()) known += (known.empty() ? "" : ", ") + std::string(b->name());
+      for (const Backend* b : table) known += (known.empty() ? "" : ", ") + std::string(b->name());
       fail("backend", std::string(name), "unknown backend (registered: " + known + ")");
     }
     const std::string why = backend->unsupported(spec);
@@ -37,7 +45,7 @@ const Backend& select_backend(const GmmSpec& spec, std::string_view name) {
     return *backend;
   }
   std::string reasons;
-  for (const Backend* backend : registered_backends()) {
+  for (const Backend* backend : table) {
     const std::string why = backend->unsupported(spec);
     if (why.empty()) return *backend;
     reasons += std::string(reasons.empty() ? "" : "; ") + backend->name() + ": " + why;

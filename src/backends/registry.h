@@ -19,6 +19,10 @@ const Backend* find_backend(std::string_view name);
 // registered that supports it). Throws Error naming "backend" with the
 // value and the reason when it does not exist or declines the spec.
 const Backend& select_backend(const GmmSpec& spec, std::string_view name = "");
+// The same choice among `table` instead of the registered backends (the
+// tests' tables hold backends that decline).
+const Backend& select_backend(const GmmSpec& spec, std::string_view name,
+                              const std::vector<const Backend*>& table);
 
 // The backend that plans problems known only by their shape (the tune
 // cache's resolution, the MoE plans): the first registered.

@@ -57,6 +57,61 @@ TEST(BackendRegistry, UnknownBackendIsRefusedBeforeAnyWrite) {
   for (int64_t i = 0; i < out.numel(); ++i) ASSERT_EQ(out.as<float>()[i], 7.0f);
 }
 
+// A backend that declines every spec (as a device backend declines host
+// memory): the registry's choice passes over it, and naming it gives its
+// reason.
+class DecliningBackend final : public backends::Backend {
+ public:
+  const char* name() const override { return "declining"; }
+  std::string unsupported(const backends::GmmSpec&) const override {
+    return "operands are not in device memory";
+  }
+  std::vector<KernelVersion> kernel_versions() const override { return {}; }
+  TuneCandidate heuristic(const GmmShape&, const kernels::MachineModel&,
+                          std::optional<KernelVersion>) const override {
+    return {};
+  }
+  std::vector<TuneCandidate> candidates(const GmmShape&, const kernels::MachineModel&, int,
+                                        const backends::Measurements&) const override {
+    return {};
+  }
+  void run(const backends::GmmSpec&, const TuneCandidate&) const override {
+    ADD_FAILURE() << "a backend that declined ran";
+  }
+};
+
+std::string error_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(BackendRegistry, ADecliningBackendIsPassedOverOrRefusedWithItsReason) {
+  const DecliningBackend declining;
+  const backends::Backend* cpu = backends::find_backend("cpu");
+  ASSERT_NE(cpu, nullptr);
+  const backends::GmmSpec spec;
+  EXPECT_EQ(&backends::select_backend(spec, "", {&declining, cpu}), cpu);
+  const std::string named =
+      error_of([&] { backends::select_backend(spec, "declining", {&declining, cpu}); });
+  EXPECT_NE(named.find("declining"), std::string::npos) << named;
+  EXPECT_NE(named.find("operands are not in device memory"), std::string::npos) << named;
+  const std::string none = error_of([&] { backends::select_backend(spec, "", {&declining}); });
+  EXPECT_NE(none.find("no backend runs this problem"), std::string::npos) << none;
+  EXPECT_NE(none.find("declining: operands are not in device memory"), std::string::npos) << none;
+}
+
+// The configurations each backend offers: the CPU kernels' two generations;
+// the reference's one loop nest, which no kernel setting names.
+TEST(BackendRegistry, KernelVersionsAreTheBackendsConfigurations) {
+  EXPECT_EQ(backends::find_backend("cpu")->kernel_versions(),
+            std::vector<KernelVersion>({KernelVersion::kV1, KernelVersion::kV2}));
+  EXPECT_TRUE(backends::find_backend("reference")->kernel_versions().empty());
+}
+
 struct Groups {
   std::string name;
   int64_t m;

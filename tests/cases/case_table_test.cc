@@ -6,9 +6,11 @@
 // unique, every axis value present, every forced ISA really engaged.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
+#include "backends/registry.h"
 #include "cases/case_backend.h"
 #include "cases/case_check.h"
 #include "cases/case_table.h"
@@ -91,7 +93,11 @@ TEST(CaseTableShape, EveryAxisValueRuns) {
                         "int8-tensor", "int8-block32", "int8-lhsblock32"}) {
     EXPECT_TRUE(storages.count(s)) << s;
   }
-  EXPECT_EQ(backends, std::set<std::string>({"v1", "v2"}));
+  std::set<std::string> axis;
+  for (const CaseBackend& backend : case_backends()) axis.insert(backend.label);
+  EXPECT_EQ(backends, axis);
+  // The CPU kernels' generations, under the ids they had before the registry.
+  EXPECT_EQ(axis, std::set<std::string>({"v1", "v2"}));
   for (const Isa& isa : runnable_isas()) EXPECT_TRUE(isas.count(isa.name)) << isa.name;
   EXPECT_GE(runnable_isas().size(), 2u) << "the portable fallback and one SIMD target at least";
   for (const char* e : {"none", "swiglu", "colscale", "bias", "rowscale", "all"}) {
@@ -102,6 +108,40 @@ TEST(CaseTableShape, EveryAxisValueRuns) {
   }
   EXPECT_EQ(masks, 2 + 4 + 8 + 16) << "every empty/non-empty pattern of G = 1..4";
   EXPECT_GT(refused, 0);
+}
+
+// The backend axis is the registry's: every registered backend but the
+// oracle, in each of its kernel generations, each case run on the backend
+// and generation its label names.
+TEST(CaseTableShape, BackendAxisIsTheRegistry) {
+  std::set<std::string> on_axis;
+  for (const CaseBackend& backend : case_backends()) {
+    on_axis.insert(backend.name);
+    const backends::Backend* registered = backends::find_backend(backend.name);
+    ASSERT_NE(registered, nullptr) << backend.name;
+    const std::vector<KernelVersion> kernels = registered->kernel_versions();
+    if (kernels.empty()) {
+      EXPECT_FALSE(backend.kernel.has_value()) << backend.label;
+    } else {
+      ASSERT_TRUE(backend.kernel.has_value()) << backend.label;
+      EXPECT_NE(std::find(kernels.begin(), kernels.end(), *backend.kernel), kernels.end());
+    }
+  }
+  for (const backends::Backend* backend : backends::registered_backends()) {
+    EXPECT_EQ(on_axis.count(backend->name()), std::string(backend->name()) != kOracleBackend)
+        << backend->name();
+  }
+  for (const Case& c : case_table()) {
+    bool found = false;
+    for (const CaseBackend& backend : case_backends()) {
+      if (backend.label == c.backend) {
+        found = true;
+        EXPECT_EQ(c.runs_on.name, backend.name) << c.id();
+        EXPECT_EQ(c.runs_on.kernel, backend.kernel) << c.id();
+      }
+    }
+    EXPECT_TRUE(found) << c.id();
+  }
 }
 
 // The patterns say what they promise: empty groups, sum < M, the EP slice.

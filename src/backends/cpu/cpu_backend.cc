@@ -14,6 +14,10 @@ class CpuBackend final : public Backend {
   // Everything a valid spec can say runs here.
   std::string unsupported(const GmmSpec&) const override { return ""; }
 
+  std::vector<KernelVersion> kernel_versions() const override {
+    return {KernelVersion::kV1, KernelVersion::kV2};
+  }
+
   TuneCandidate heuristic(const GmmShape& shape, const MachineModel& machine,
                           std::optional<KernelVersion> kernel) const override {
     return cpu::heuristic(shape, machine, kernel);

@@ -14,6 +14,9 @@ class ReferenceBackend final : public Backend {
   // the same output stage, so it runs every valid spec.
   std::string unsupported(const GmmSpec&) const override { return ""; }
 
+  // One naive loop nest: no generations to choose between.
+  std::vector<KernelVersion> kernel_versions() const override { return {}; }
+
   // No tiles: one configuration, whatever the shape.
   TuneCandidate heuristic(const GmmShape&, const kernels::MachineModel&,
                           std::optional<KernelVersion> kernel) const override {
