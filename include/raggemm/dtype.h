@@ -19,6 +19,9 @@ enum class DType : uint8_t {
   kF8E4M3,  // fp8 e4m3fn, stored as its raw bit pattern
   kF8E5M2,  // fp8 e5m2, stored as its raw bit pattern
 };
+// How many DType values there are (0 .. kDTypeCount - 1): what each
+// storage type is lives in one table, src/core/dtype_traits.{h,cc}.
+inline constexpr int kDTypeCount = static_cast<int>(DType::kF8E5M2) + 1;
 
 size_t dtype_size(DType dtype);
 const char* dtype_name(DType dtype);

@@ -1,5 +1,8 @@
 #include "raggemm/dtype.h"
 
+#include <vector>
+
+#include "core/dtype_traits.h"
 #include "core/float_bits.h"
 #include "raggemm/error.h"
 
@@ -9,32 +12,21 @@ namespace {
 using core::bits_of;
 using core::float_of;
 
-struct DTypeInfo {
-  DType dtype;
-  const char* name;
-  size_t size;
-};
-
-constexpr DTypeInfo kInfo[] = {
-    {DType::kF32, "f32", 4},         {DType::kBF16, "bf16", 2},
-    {DType::kF16, "f16", 2},         {DType::kI32, "i32", 4},
-    {DType::kI64, "i64", 8},         {DType::kI8, "i8", 1},
-    {DType::kU8, "u8", 1},           {DType::kF8E4M3, "fp8_e4m3", 1},
-    {DType::kF8E5M2, "fp8_e5m2", 1},
-};
-
 }  // namespace
 
-size_t dtype_size(DType dtype) { return kInfo[static_cast<int>(dtype)].size; }
+// Byte-or-wider types only (sub-byte types, when there are any, are sized
+// by the count of codes: core::dtype_traits(dtype).bits).
+size_t dtype_size(DType dtype) { return static_cast<size_t>(core::dtype_traits(dtype).bits / 8); }
 
-const char* dtype_name(DType dtype) { return kInfo[static_cast<int>(dtype)].name; }
+const char* dtype_name(DType dtype) { return core::dtype_traits(dtype).name; }
 
 DType parse_dtype(std::string_view name, const std::string& argument) {
-  for (const DTypeInfo& info : kInfo) {
-    if (name == info.name) return info.dtype;
+  for (const core::DTypeTraits& row : core::all_dtype_traits()) {
+    if (name == row.name) return row.dtype;
   }
-  fail(argument, std::string(name),
-       "unknown dtype (expected f32, bf16, f16, i32, i64, i8, u8, fp8_e4m3 or fp8_e5m2)");
+  std::vector<const char*> names;
+  for (const core::DTypeTraits& row : core::all_dtype_traits()) names.push_back(row.name);
+  fail(argument, std::string(name), "unknown dtype (expected " + core::or_list(names) + ")");
 }
 
 uint16_t f32_to_bf16(float value) { return core::bf16_bits_of(value); }

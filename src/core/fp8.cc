@@ -1,7 +1,6 @@
 #include "raggemm/fp8.h"
 
-#include <array>
-
+#include "core/dtype_traits.h"
 #include "core/float_bits.h"
 #include "raggemm/error.h"
 
@@ -57,12 +56,6 @@ uint32_t round_magnitude(float magnitude, MiniFloat format) {
   return (rebased + rounding) >> shift;
 }
 
-std::array<float, 256> build_table(float (*decode)(uint8_t)) {
-  std::array<float, 256> table{};
-  for (int code = 0; code < 256; ++code) table[code] = decode(static_cast<uint8_t>(code));
-  return table;
-}
-
 }  // namespace
 
 float fp8_e4m3_to_f32(uint8_t code) {
@@ -84,12 +77,9 @@ float fp8_e5m2_to_f32(uint8_t code) {
 }
 
 const float* fp8_decode_table(DType dtype) {
-  // Function-local statics: initialized once, thread-safe (C++11 magic statics).
-  static const std::array<float, 256> e4m3 = build_table(fp8_e4m3_to_f32);
-  static const std::array<float, 256> e5m2 = build_table(fp8_e5m2_to_f32);
-  if (dtype == DType::kF8E4M3) return e4m3.data();
-  if (dtype == DType::kF8E5M2) return e5m2.data();
-  fail("dtype", dtype_name(dtype), "no fp8 decode table (expected fp8_e4m3 or fp8_e5m2)");
+  require(dtype == DType::kF8E4M3 || dtype == DType::kF8E5M2, "dtype", dtype_name(dtype),
+          "no fp8 decode table (expected fp8_e4m3 or fp8_e5m2)");
+  return core::code_table(dtype);  // built from the decoders above
 }
 
 namespace {

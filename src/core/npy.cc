@@ -19,6 +19,7 @@
 #include <random>
 #include <string_view>
 
+#include "core/dtype_traits.h"
 #include "raggemm/error.h"
 #include "raggemm/temp_files.h"
 
@@ -317,26 +318,8 @@ Tensor parse_image(const uint8_t* data, size_t size, const std::string& argument
   return tensor;
 }
 
-const char* descr_for_write(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-    case DType::kBF16:  // widened to f32: NumPy has no bf16
-      return "<f4";
-    case DType::kF16:
-      return "<f2";
-    case DType::kI32:
-      return "<i4";
-    case DType::kI64:
-      return "<i8";
-    case DType::kI8:
-      return "|i1";
-    case DType::kU8:
-    case DType::kF8E4M3:  // raw bit patterns
-    case DType::kF8E5M2:
-      return "|u1";
-  }
-  fail("dtype", std::to_string(static_cast<int>(dtype)), "unknown dtype");
-}
+// bf16 is widened to f32 (NumPy has no bf16), fp8 written as raw bits.
+const char* descr_for_write(DType dtype) { return core::dtype_traits(dtype).npy_descr; }
 
 std::string header_dict(const char* descr, const Shape& shape) {
   std::string text = "{'descr': '";

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "core/dtype_traits.h"
 #include "raggemm/error.h"
 #include "raggemm/quant_types.h"
 
@@ -53,49 +54,38 @@ void check_block_size(int64_t size, const std::string& spec, const std::string& 
           "block size " + std::to_string(size) + " is outside 32..512");
 }
 
+// "fp8_e4m3, fp8_e5m2 or int8": the quantized rows' names in QuantType order.
+std::string quant_type_names() {
+  std::vector<const core::DTypeTraits*> rows;
+  for (const core::DTypeTraits& row : core::all_dtype_traits()) {
+    if (row.quant_type) rows.push_back(&row);
+  }
+  std::sort(rows.begin(), rows.end(), [](const core::DTypeTraits* a, const core::DTypeTraits* b) {
+    return *a->quant_type < *b->quant_type;
+  });
+  std::vector<const char*> names;
+  for (const core::DTypeTraits* row : rows) names.push_back(row->quant_name);
+  return core::or_list(names);
+}
+
 }  // namespace
 
-const char* quant_type_name(QuantType type) {
-  switch (type) {
-    case QuantType::kFp8E4M3:
-      return "fp8_e4m3";
-    case QuantType::kFp8E5M2:
-      return "fp8_e5m2";
-    case QuantType::kInt8:
-      return "int8";
-  }
-  return "?";
-}
+// The QuantType vocabulary reads the dtype table (core/dtype_traits.h): a
+// quantized storage type's row names it and gives its range.
+const char* quant_type_name(QuantType type) { return core::quant_traits(type).quant_name; }
 
 QuantType parse_quant_type(std::string_view name, const std::string& argument) {
-  if (name == "fp8_e4m3") return QuantType::kFp8E4M3;
-  if (name == "fp8_e5m2") return QuantType::kFp8E5M2;
-  if (name == "int8") return QuantType::kInt8;
-  fail(argument, std::string(name), "unknown quantized type (expected fp8_e4m3, fp8_e5m2 or int8)");
+  for (const core::DTypeTraits& row : core::all_dtype_traits()) {
+    if (row.quant_type && name == row.quant_name) return *row.quant_type;
+  }
+  fail(argument, std::string(name),
+       "unknown quantized type (expected " + quant_type_names() + ")");
 }
 
-DType quant_storage_dtype(QuantType type) {
-  switch (type) {
-    case QuantType::kFp8E4M3:
-      return DType::kF8E4M3;
-    case QuantType::kFp8E5M2:
-      return DType::kF8E5M2;
-    case QuantType::kInt8:
-      return DType::kI8;
-  }
-  return DType::kI8;
-}
+DType quant_storage_dtype(QuantType type) { return core::quant_traits(type).dtype; }
 
 float quant_type_max(QuantType type) {
-  switch (type) {
-    case QuantType::kFp8E4M3:
-      return 448.0f;
-    case QuantType::kFp8E5M2:
-      return 57344.0f;
-    case QuantType::kInt8:
-      return 127.0f;
-  }
-  return 1.0f;
+  return static_cast<float>(core::quant_traits(type).finite_max);
 }
 
 Granularity Granularity::channel(std::vector<int> axes, int block_axis, int64_t block_size) {

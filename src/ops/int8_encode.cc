@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "core/int8_code.h"
 #include "kernels/simd_family.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -15,15 +16,8 @@
 namespace raggemm::ops {
 namespace {
 
-// Round half to even with the default rounding mode: adding and subtracting
-// 1.5 * 2^23 leaves the nearest integer for |x| <= 2^22.
-inline int8_t encode_one(float value, float scale) {
-  constexpr float kMagic = 12582912.0f;
-  float q = value / scale;
-  q = q < -127.0f ? -127.0f : q;
-  q = q > 127.0f ? 127.0f : q;
-  return static_cast<int8_t>(static_cast<int32_t>((q + kMagic) - kMagic));
-}
+// The scalar formula, core's one definition (core/int8_code.h).
+inline int8_t encode_one(float value, float scale) { return core::int8_code(value / scale); }
 
 void encode_scalar(const float* src, int64_t count, float scale, int8_t* out) {
   for (int64_t j = 0; j < count; ++j) out[j] = encode_one(src[j], scale);

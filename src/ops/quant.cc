@@ -5,18 +5,21 @@
 #include "raggemm/quant.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include <omp.h>
 
+#include "core/dtype_traits.h"
 #include "ops/fp8_encode.h"
 #include "ops/int8_encode.h"
 #include "raggemm/error.h"
-#include "raggemm/fp8.h"
 
 namespace raggemm {
 namespace {
@@ -138,18 +141,6 @@ float load_input(const TensorView& input, int64_t offset) {
   }
 }
 
-// Round half to even for |x| <= 2^22: adding and subtracting 1.5 * 2^23
-// leaves the nearest integer under the default rounding mode.
-inline float round_half_even(float x) {
-  constexpr float kMagic = 12582912.0f;
-  return (x + kMagic) - kMagic;  // not folded: IEEE arithmetic without -ffast-math
-}
-
-inline int8_t encode_int8(float scaled) {
-  const float clamped = std::min(127.0f, std::max(-127.0f, scaled));
-  return static_cast<int8_t>(round_half_even(clamped));
-}
-
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
     !defined(__SANITIZE_ADDRESS__)
 #define RAGGEMM_QUANT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -174,36 +165,49 @@ RAGGEMM_QUANT_CLONES float absmax_bits(const float* src, int64_t count, float st
   return result;
 }
 
-template <class Load>
-void encode_int8_span(Load load, int64_t count, float scale, int8_t* out) {
-  for (int64_t j = 0; j < count; ++j) out[j] = encode_int8(load(j) / scale);
+// The encoders ops vectorized by hand (ops/fp8_encode.h, ops/int8_encode.h),
+// by DType; a type without one encodes through its portable hook
+// (core/dtype_traits.h).
+void fast_int8(const float* src, int64_t count, float divisor, void* data, int64_t first) {
+  ops::encode_int8_span(src, count, divisor, static_cast<int8_t*>(data) + first);
 }
 
-// Codes of one span (input elements offset + j * stride) with one scale.
-// Contiguous f32 spans take the vectorized loops.
-void encode_span(const TensorView& input, QuantType type, int64_t offset, int64_t stride,
-                 int64_t count, float scale, void* out) {
-  const bool contiguous_f32 = input.dtype == DType::kF32 && stride == 1;
-  if (contiguous_f32) {
-    const float* src = input.as<const float>() + offset;
-    if (type == QuantType::kInt8) {
-      ops::encode_int8_span(src, count, scale, static_cast<int8_t*>(out));
-    } else {
-      ops::encode_fp8_span(quant_storage_dtype(type), src, count, scale,
-                           static_cast<uint8_t*>(out));
-    }
+template <DType kDType>
+void fast_fp8(const float* src, int64_t count, float divisor, void* data, int64_t first) {
+  ops::encode_fp8_span(kDType, src, count, divisor, static_cast<uint8_t*>(data) + first);
+}
+
+constexpr std::array<core::EncodeSpanFn, kDTypeCount> kFastEncoders = [] {
+  std::array<core::EncodeSpanFn, kDTypeCount> encoders{};
+  encoders[static_cast<int>(DType::kI8)] = &fast_int8;
+  encoders[static_cast<int>(DType::kF8E4M3)] = &fast_fp8<DType::kF8E4M3>;
+  encoders[static_cast<int>(DType::kF8E5M2)] = &fast_fp8<DType::kF8E5M2>;
+  return encoders;
+}();
+
+core::EncodeSpanFn encoder_of(const core::DTypeTraits& codes) {
+  const core::EncodeSpanFn fast = kFastEncoders[static_cast<int>(codes.dtype)];
+  return fast ? fast : codes.encode_span;
+}
+
+// Codes of one span (input elements offset + j * stride) with one scale:
+// codes first + j of `out` for j < count (by element, not byte: sub-byte
+// codes share bytes). Contiguous f32 spans go to the encoder as they
+// are; other inputs are read into f32 chunks first (encoding is per
+// element, so the chunking changes no bit).
+void encode_span(const TensorView& input, const core::DTypeTraits& codes, int64_t offset,
+                 int64_t stride, int64_t count, float scale, void* out, int64_t first) {
+  const core::EncodeSpanFn encode = encoder_of(codes);
+  if (input.dtype == DType::kF32 && stride == 1) {
+    encode(input.as<const float>() + offset, count, scale, out, first);
     return;
   }
-  auto load = [&](int64_t j) { return load_input(input, offset + j * stride); };
-  if (type == QuantType::kInt8) {
-    encode_int8_span(load, count, scale, static_cast<int8_t*>(out));
-    return;
-  }
-  uint8_t* codes = static_cast<uint8_t*>(out);
-  for (int64_t j = 0; j < count; ++j) {
-    const float scaled = load(j) / scale;
-    codes[j] = type == QuantType::kFp8E4M3 ? f32_to_fp8_e4m3(scaled)
-                                           : f32_to_fp8_e5m2(scaled, /*saturate=*/true);
+  constexpr int64_t kChunk = 256;
+  float chunk[kChunk];
+  for (int64_t j0 = 0; j0 < count; j0 += kChunk) {
+    const int64_t width = std::min(kChunk, count - j0);
+    for (int64_t j = 0; j < width; ++j) chunk[j] = load_input(input, offset + (j0 + j) * stride);
+    encode(chunk, width, scale, out, first + j0);
   }
 }
 
@@ -227,11 +231,12 @@ QuantizedTensor quantize(const TensorView& input, QuantType type, const Granular
   }
   require(threads >= 0, "threads", threads, "must be >= 0 (0: all of OpenMP's threads)");
   const Shape scale_shape = granularity.scale_shape(input.shape, "granularity");
-  const float type_max = quant_type_max(type);
+  const core::DTypeTraits& codes = core::quant_traits(type);
+  const float type_max = static_cast<float>(codes.finite_max);
   QuantizedTensor result;
   result.type = type;
   result.granularity = granularity;
-  result.values = Tensor(quant_storage_dtype(type), input.shape);
+  result.values = Tensor(codes.dtype, input.shape);
   result.scales = Tensor(DType::kF32, scale_shape);
   float* scales = result.scales.as<float>();
   const CellLayout layout = make_layout(input, granularity, scale_shape);
@@ -282,7 +287,7 @@ QuantizedTensor quantize(const TensorView& input, QuantType type, const Granular
     return scale > 0.0f ? scale : 1.0f;
   };
   auto encode = [&](int64_t offset, int64_t stride, int64_t flat, int64_t count, int64_t cell) {
-    encode_span(input, type, offset, stride, count, scales[cell], out + flat);  // 1-byte codes
+    encode_span(input, codes, offset, stride, count, scales[cell], out, flat);
   };
 
 #pragma omp parallel num_threads(team)
@@ -292,11 +297,11 @@ QuantizedTensor quantize(const TensorView& input, QuantType type, const Granular
     const int64_t begin = share.first, end = share.second;
     int64_t& bad = first_bad[static_cast<size_t>(t)];
     if (static_range) {
-      // Scales are set; int8 has no NaN code, so each span is checked first.
+      // Scales are set; a type without a NaN code (int8) checks each span first.
       for_each_span(layout, begin, end,
                     [&](int64_t offset, int64_t stride, int64_t flat, int64_t count, int64_t cell) {
                       if (bad != kNone) return;
-                      if (type == QuantType::kInt8) {
+                      if (!codes.has_nan) {
                         for (int64_t j = 0; j < count && bad == kNone; ++j) {
                           if (std::isnan(load_input(input, offset + j * stride))) bad = flat + j;
                         }
@@ -339,7 +344,7 @@ QuantizedTensor quantize(const TensorView& input, QuantType type, const Granular
     const int64_t element = *std::min_element(first_bad.begin(), first_bad.end());
     if (static_range) {
       fail("input", "NaN at element " + std::to_string(element),
-           "int8 has no NaN code; remove NaNs before quantizing");
+           std::string(codes.quant_name) + " has no NaN code; remove NaNs before quantizing");
     }
     fail("input", "non-finite value at element " + std::to_string(element),
          "dynamic calibration needs finite inputs (use a static range to saturate)");
@@ -349,13 +354,12 @@ QuantizedTensor quantize(const TensorView& input, QuantType type, const Granular
 
 Tensor dequantize(const TensorView& values, const TensorView& scales, QuantType type,
                   const Granularity& granularity) {
-  const bool fp8 = type != QuantType::kInt8;
-  const bool dtype_ok =
-      fp8 ? (values.dtype == quant_storage_dtype(type) || values.dtype == DType::kU8)
-          : values.dtype == DType::kI8;
-  require(dtype_ok, "values", dtype_name(values.dtype),
-          std::string("codes of ") + quant_type_name(type) + " must be " +
-              (fp8 ? "uint8 (raw fp8 bits)" : "int8"));
+  // Codes that .npy files carry as raw bytes (fp8) may come as u8.
+  const core::DTypeTraits& codes = core::quant_traits(type);
+  const bool raw_bytes = std::string_view(codes.npy_descr) == core::dtype_traits(DType::kU8).npy_descr;
+  require(values.dtype == codes.dtype || (raw_bytes && values.dtype == DType::kU8), "values",
+          dtype_name(values.dtype),
+          std::string("codes of ") + codes.quant_name + " must be " + codes.codes_text);
   require(values.data != nullptr || values.numel() == 0, "values", "null", "values data is null");
   require(values.strides.size() == values.shape.size(), "values", shape_string(values.strides),
           "strides must have the rank of the shape");
@@ -370,19 +374,14 @@ Tensor dequantize(const TensorView& values, const TensorView& scales, QuantType 
   float* dst = out.as<float>();
   const float* scale = scales.as<const float>();
   const CellLayout layout = make_layout(values, granularity, scale_shape);
-  const float* table = fp8 ? fp8_decode_table(quant_storage_dtype(type)) : nullptr;
+  // Byte codes (every quantized type so far) decode through their table.
+  const float* table = core::code_table(codes.dtype);
+  const uint8_t* bytes = values.as<const uint8_t>();
   for_each_span(layout,
                 [&](int64_t offset, int64_t stride, int64_t flat, int64_t count, int64_t cell) {
                   const float s = scale[cell];
-                  if (fp8) {
-                    const uint8_t* codes = values.as<const uint8_t>() + offset;
-                    for (int64_t j = 0; j < count; ++j)
-                      dst[flat + j] = table[codes[j * stride]] * s;
-                  } else {
-                    const int8_t* codes = values.as<const int8_t>() + offset;
-                    for (int64_t j = 0; j < count; ++j)
-                      dst[flat + j] = static_cast<float>(codes[j * stride]) * s;
-                  }
+                  for (int64_t j = 0; j < count; ++j)
+                    dst[flat + j] = table[bytes[offset + j * stride]] * s;
                 });
   return out;
 }
