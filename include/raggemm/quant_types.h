@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,6 +65,17 @@ QuantRecipe parse_quant_recipe(std::string_view name, const std::string& argumen
 // Storage of weights/activations (e4m3 or int8) and of gradients (e5m2 or int8).
 QuantType recipe_operand_type(QuantRecipe recipe);
 QuantType recipe_gradient_type(QuantRecipe recipe);
+
+// The `quantization` setting of the MoE layer and the trainer (config key
+// `quantization`): no recipe, or one, spelled as configs, logs and tune
+// cache keys spell it ("" for none, fp8_full, int8). Text is parsed once
+// where it comes in; below that the layers pass the enum.
+using Quantization = std::optional<QuantRecipe>;
+// "", "fp8_full" or "int8"; anything else throws Error naming `key` and the
+// text ('' when empty) and listing the accepted values.
+Quantization parse_quantization(std::string_view text, const std::string& key);
+// "" (none), "fp8_full" or "int8": the inverse of parse_quantization.
+const char* quantization_name(Quantization quantization);
 
 // How the weight's scales tile it: per expert and output column
 // ("channel"), or additionally in blocks of `block_size` along K

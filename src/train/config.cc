@@ -290,7 +290,7 @@ int64_t activation_k_block(const Settings& s) {
 
 // The kernel of every pass (kernel_selection.h: MaxText's precedence of
 // use_tokamax_gmm over megablox, use_gmm_v2 auto|true|false, per-pass keys).
-KernelSelection select_kernels(const Settings& s) {
+KernelSelection select_kernels(const Settings& s, Quantization quantization) {
   KernelKeys keys;
   keys.sparse_matmul = to_bool(s, "sparse_matmul");
   keys.megablox = to_bool(s, "megablox");
@@ -299,7 +299,7 @@ KernelSelection select_kernels(const Settings& s) {
   for (Pass pass : kAllPasses)
     keys.use_gmm_v2_pass[static_cast<size_t>(pass)] =
         lower(s.get(std::string("use_gmm_v2_") + pass_name(pass)));
-  keys.quantization = s.get("quantization");
+  keys.quantization = quantization;
   keys.block_weight_scales =
       parse_rhs_scaling(s.get("quantization_weight_scaling"), "quantization_weight_scaling")
           .block();
@@ -680,7 +680,7 @@ TrainConfig resolve(const Settings& input) {
               std::to_string(c.ici_expert_parallelism) +
               " (each process holds num_experts / ici_expert_parallelism experts)");
   m.dtype = dtype_key(s, "dtype");
-  m.quantization = one_of(s, "quantization", {"", "fp8_full", "int8"});
+  m.quantization = parse_quantization(s.get("quantization"), "quantization");
   m.weight_scaling = s.get("quantization_weight_scaling");
   m.sparse_matmul = to_bool(s, "sparse_matmul");
   m.capacity_factor = to_real(s, "capacity_factor", -1);
@@ -688,7 +688,7 @@ TrainConfig resolve(const Settings& input) {
   require(m.sparse_matmul || c.ici_expert_parallelism == 1, "sparse_matmul,ici_expert_parallelism",
           "false," + s.get("ici_expert_parallelism"),
           "the dense path runs on one process (expert parallelism needs sparse_matmul=true)");
-  const KernelSelection kernels = select_kernels(s);
+  const KernelSelection kernels = select_kernels(s, m.quantization);
   c.kernel_selection =
       std::string(m.sparse_matmul ? "sparse" : "dense") + " path; " + kernels.describe();
   m.plan = build_plan(s, kernels);

@@ -30,8 +30,9 @@ std::string KernelSelection::describe() const {
 }
 
 KernelSelection select_kernels(const KernelKeys& keys) {
-  require(keys.sparse_matmul || keys.quantization.empty(), "sparse_matmul,quantization",
-          "false," + keys.quantization, "the dense path (sparse_matmul=false) runs unquantized");
+  require(keys.sparse_matmul || !keys.quantization, "sparse_matmul,quantization",
+          std::string("false,") + quantization_name(keys.quantization),
+          "the dense path (sparse_matmul=false) runs unquantized");
   const std::optional<bool> all_v2 = parse_choice("use_gmm_v2", keys.use_gmm_v2, true);
   KernelSelection out;
   for (Pass pass : kAllPasses) {
@@ -56,7 +57,7 @@ KernelSelection select_kernels(const KernelKeys& keys) {
                       (keys.use_tokamax_gmm ? ", tokamax" : "") +
                       (keys.use_tokamax_gmm && keys.megablox ? " (wins over megablox)" : "");
     }
-    if (keys.quantization.empty()) continue;
+    if (!keys.quantization) continue;
     const bool weight_blocks =
         keys.block_weight_scales && (pass == Pass::kForward || pass == Pass::kGradLhs);
     const bool activation_blocks = keys.block_activation_scales && pass == Pass::kForward;

@@ -27,6 +27,7 @@
 
 #include "raggemm/gmm.h"
 #include "raggemm/plan.h"
+#include "raggemm/quant_types.h"
 
 namespace raggemm::train {
 
@@ -36,7 +37,7 @@ struct KernelKeys {
   bool use_tokamax_gmm = false;
   std::string use_gmm_v2 = "auto";               // auto | true | false
   std::array<std::string, 3> use_gmm_v2_pass{};  // "" | true | false, indexed by Pass
-  std::string quantization;                      // "" | fp8_full | int8
+  Quantization quantization;                     // the `quantization` key, parsed
   bool block_weight_scales = false;
   bool block_activation_scales = false;
 };

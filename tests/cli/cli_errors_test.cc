@@ -230,6 +230,9 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"buffers_zero", with(gmm(), {"--buffers", "0"}), "--buffers", "0"},
         ErrorCase{"buffers_five", with(gmm(), {"--buffers", "5"}), "--buffers", "5"},
         ErrorCase{"buffers_word", with(gmm(), {"--buffers", "x"}), "--buffers", "x"},
+        // The recipe is parsed once, at the flag (the config's fp8_full is not a --quant value).
+        ErrorCase{"quant_config_spelling", with(gmm(), {"--quant", "fp8_full"}), "--quant=fp8_full", "unknown quantization recipe (expected fp8 or int8)"},
+        ErrorCase{"quant_storage_name", with(gmm(), {"--quant", "e4m3"}), "--quant=e4m3", "expected fp8 or int8"},
         // Output path.
         ErrorCase{"out_folder_missing", {"gmm", "--lhs", "l.npy", "--rhs", "r.npy", "--group-sizes", "s.npy", "--out", "no_such_dir/o.npy"}, "--out", "no_such_dir/o.npy"},
         ErrorCase{"out_is_folder", {"gmm", "--lhs", "l.npy", "--rhs", "r.npy", "--group-sizes", "s.npy", "--out", "a_folder"}, "--out", "a_folder"},
@@ -257,6 +260,7 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"kernel_unknown", with(tgmm(), {"--kernel", "v0"}), "--kernel", "v0"},
         ErrorCase{"dtype_unknown", with(tgmm(), {"--dtype", "fp8_e4m3"}), "--dtype", "fp8_e4m3"},
         ErrorCase{"buffers_five", with(tgmm(), {"--buffers", "5"}), "--buffers", "5"},
+        ErrorCase{"quant_unknown", with(tgmm(), {"--quant", "int4"}), "--quant=int4", "expected fp8 or int8"},
         ErrorCase{"out_folder_missing", {"tgmm", "--lhs", "l.npy", "--dout", "d.npy", "--group-sizes", "s.npy", "--out", "nowhere/o.npy"}, "--out", "nowhere/o.npy"}),
     [](const ::testing::TestParamInfo<ErrorCase>& info) { return info.param.name; });
 
@@ -275,6 +279,7 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"dist_empty_one", bench({{"--dist", "empty:1"}}), "--dist", "empty:1"},
         ErrorCase{"dist_empty_missing", bench({{"--dist", "empty:"}}), "--dist", "empty:"},
         ErrorCase{"dtype_f16", bench({{"--dtype", "f16"}}), "--dtype", "f16"},
+        ErrorCase{"dtype_gradient_fp8", bench({{"--dtype", "fp8_e5m2"}}), "--dtype=fp8_e5m2", "expected f32, bf16, int8 or fp8_e4m3"},
         ErrorCase{"kernel_unknown", bench({{"--kernel", "v9"}}), "--kernel", "v9"},
         ErrorCase{"tiles_two", bench({{"--tiles", "1,2"}}), "--tiles", "1,2"},
         ErrorCase{"reps_zero", bench({{"--reps", "0"}}), "--reps", "0"},

@@ -387,6 +387,28 @@ TEST(ConfigTest, KernelSelectionKeysResolve) {
   EXPECT_EQ(megablox.moe.plan.wo.pass(Pass::kGradRhs).kernel, KernelVersion::kV1);
 }
 
+// The config boundary parses `quantization` once into the layer's recipe;
+// the text of a bad value is the one every version has printed.
+TEST(ConfigTest, QuantizationBecomesTheRecipe) {
+  EXPECT_EQ(resolve(parse_train_arguments({})).moe.quantization, std::nullopt);
+  EXPECT_EQ(resolve(parse_train_arguments({"quantization=\"\""})).moe.quantization, std::nullopt);
+  EXPECT_EQ(resolve(parse_train_arguments({"quantization=fp8_full"})).moe.quantization,
+            QuantRecipe::kFp8);
+  EXPECT_EQ(resolve(parse_train_arguments({"quantization: int8"})).moe.quantization,
+            QuantRecipe::kInt8);
+  for (const char* bad : {"quantization=fp4", "quantization=fp8", "quantization=none"}) {
+    try {
+      resolve(parse_train_arguments({bad}));
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string("quantization=") + e.value() +
+                    ": expected one of: \"\", fp8_full, int8",
+                std::string(e.what()));
+      EXPECT_EQ(std::string(bad), "quantization=" + e.value());
+    }
+  }
+}
+
 TEST(ConfigTest, ResolvedYamlRoundTrips) {
   const Settings s =
       parse_train_arguments({"quantization=fp8_full", "run_name=x", "dataset_path: a b"});

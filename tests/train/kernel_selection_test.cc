@@ -26,7 +26,7 @@ struct Expected {
 };
 
 Expected oracle(const KernelKeys& k) {
-  if (!k.sparse_matmul && !k.quantization.empty()) return {"", "sparse_matmul,quantization"};
+  if (!k.sparse_matmul && k.quantization.has_value()) return {"", "sparse_matmul,quantization"};
   Expected out;
   for (int p = 0; p < 3; ++p) {
     const std::string& pass = k.use_gmm_v2_pass[p];
@@ -43,7 +43,7 @@ Expected oracle(const KernelKeys& k) {
       kernel = '1';
       chooser = "megablox";
     }
-    const bool blocks = !k.quantization.empty() &&
+    const bool blocks = k.quantization.has_value() &&
                         ((k.block_weight_scales && p < 2) || (k.block_activation_scales && p == 0));
     if (blocks) {
       const std::string scaling = k.block_weight_scales && p < 2
@@ -70,7 +70,7 @@ std::vector<KernelKeys> every_combination() {
   for (int bits = 0; bits < 16; ++bits) {
     for (const char* v2 : {"auto", "true", "false"}) {
       for (int passes = 0; passes < 27; ++passes) {
-        for (const char* quantization : {"", "fp8_full", "int8"}) {
+        for (const char* quantization : {"", "fp8_full", "int8"}) {  // as the config spells them
           KernelKeys k;
           k.sparse_matmul = bits & 1;
           k.megablox = bits & 2;
@@ -79,7 +79,7 @@ std::vector<KernelKeys> every_combination() {
           k.use_gmm_v2 = v2;
           for (int p = 0, rest = passes; p < 3; ++p, rest /= 3)
             k.use_gmm_v2_pass[p] = pass_values[rest % 3];
-          k.quantization = quantization;
+          k.quantization = parse_quantization(quantization, "quantization");
           all.push_back(k);
           k.block_activation_scales = true;
           all.push_back(k);
@@ -109,7 +109,7 @@ TEST(KernelSelection, EveryCombinationResolvesOrIsRefusedNamingItsKeys) {
                               " tokamax=" + (keys.use_tokamax_gmm ? "1" : "0") +
                               " v2=" + keys.use_gmm_v2 + " passes=" + keys.use_gmm_v2_pass[0] +
                               "/" + keys.use_gmm_v2_pass[1] + "/" + keys.use_gmm_v2_pass[2] +
-                              " q=" + keys.quantization;
+                              " q=" + quantization_name(keys.quantization);
     if (expected.refused_keys.empty()) {
       EXPECT_EQ(got_kernels, expected.kernels) << label << " refused: " << message;
     } else {
@@ -139,7 +139,7 @@ TEST(KernelSelection, HandWrittenRows) {
   KernelKeys fwd_only;
   fwd_only.use_gmm_v2_pass = {"true", "false", ""};
   KernelKeys blocks;
-  blocks.quantization = "fp8_full";
+  blocks.quantization = QuantRecipe::kFp8;
   blocks.block_weight_scales = true;
   for (const Row& row : std::vector<Row>{{KernelKeys{}, "aaa"},
                                          {hybrid, "212"},
