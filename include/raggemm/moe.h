@@ -29,11 +29,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "raggemm/dtype.h"
 #include "raggemm/moe_plan.h"
+#include "raggemm/quant_types.h"
 #include "raggemm/tensor.h"
 
 namespace raggemm {
@@ -74,7 +76,9 @@ struct MoeConfig {
   int64_t shared_experts = 0;  // width of the shared MLP = shared_experts * mlp_dim
   bool fused_gate_up = false;  // one wi [E, embed, 2*mlp] (gate|up); v2 fwd fuses SwiGLU
   DType dtype = DType::kF32;   // what the GMMs read: f32 or bf16
-  std::string quantization;    // "", "fp8_full" or "int8" (routed expert GMMs)
+  // Routed expert GMMs: none, or a recipe (the config key quantization =
+  // "" | fp8_full | int8, parsed by parse_training_quantization).
+  std::optional<QuantRecipe> quantization;
   std::string weight_scaling = "channel";  // quantized weights: "channel" or "block:SIZE"
   BlockPlan plan;                          // tiles and kernels per (weight, pass)
   bool use_tune_cache = false;

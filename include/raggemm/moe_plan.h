@@ -24,6 +24,7 @@
 #include "raggemm/dtype.h"
 #include "raggemm/gmm.h"
 #include "raggemm/plan.h"
+#include "raggemm/quant_types.h"
 
 namespace raggemm {
 
@@ -88,9 +89,9 @@ struct PassConfig {
   ModelTiles tiles;
   std::optional<KernelVersion> kernel;
   std::optional<int> input_buffer_count;  // 1..4
-  // Quantization recipe of this pass; "" for none. (Filled in by the
-  // quantization work; tiles and kernels are resolved per recipe.)
-  std::string quantization;
+  // Quantization recipe of this pass; none when unset. (Tiles and kernels
+  // are resolved per recipe: the tune cache keys it by its config name.)
+  std::optional<QuantRecipe> quantization;
   bool operator==(const PassConfig&) const = default;
 };
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +62,14 @@ Granularity infer_granularity(const Shape& values, const Shape& scales,
 enum class QuantRecipe : uint8_t { kFp8, kInt8 };
 const char* quant_recipe_name(QuantRecipe recipe);  // "fp8", "int8"
 QuantRecipe parse_quant_recipe(std::string_view name, const std::string& argument);
+// The training config's `quantization` value (and the MoE layer's, the
+// trainer's logs, the tune cache's key): "" (none), "fp8_full" or "int8".
+// Parsed once where a config is read; below it the recipe is an enum, and
+// nothing compares these strings. A bad value throws Error naming
+// `argument` and the value ("expected one of: \"\", fp8_full, int8").
+std::optional<QuantRecipe> parse_training_quantization(std::string_view value,
+                                                       const std::string& argument);
+const char* training_quantization_name(std::optional<QuantRecipe> recipe);
 // Storage of weights/activations (e4m3 or int8) and of gradients (e5m2 or int8).
 QuantType recipe_operand_type(QuantRecipe recipe);
 QuantType recipe_gradient_type(QuantRecipe recipe);

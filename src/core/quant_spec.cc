@@ -223,6 +223,19 @@ QuantRecipe parse_quant_recipe(std::string_view name, const std::string& argumen
   fail(argument, std::string(name), "unknown quantization recipe (expected fp8 or int8)");
 }
 
+std::optional<QuantRecipe> parse_training_quantization(std::string_view value,
+                                                       const std::string& argument) {
+  if (value.empty()) return std::nullopt;
+  if (value == "fp8_full") return QuantRecipe::kFp8;
+  if (value == "int8") return QuantRecipe::kInt8;
+  fail(argument, std::string(value), "expected one of: \"\", fp8_full, int8");
+}
+
+const char* training_quantization_name(std::optional<QuantRecipe> recipe) {
+  if (!recipe) return "";
+  return *recipe == QuantRecipe::kInt8 ? "int8" : "fp8_full";
+}
+
 QuantType recipe_operand_type(QuantRecipe recipe) {
   return recipe == QuantRecipe::kFp8 ? QuantType::kFp8E4M3 : QuantType::kInt8;
 }

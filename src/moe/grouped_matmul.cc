@@ -170,7 +170,7 @@ TensorView as_dtype(const float* data, Shape shape, DType dtype, Tensor& storage
 
 QuantGmmOptions quant_options(const MatmulContext& context, Pass pass) {
   QuantGmmOptions options;
-  options.recipe = context.quantization == "int8" ? QuantRecipe::kInt8 : QuantRecipe::kFp8;
+  options.recipe = *context.quantization;
   options.rhs_scaling = parse_rhs_scaling(context.weight_scaling, "quantization_weight_scaling");
   // Activation K-blocks exist in the fwd pass only (the op's contract).
   if (pass == Pass::kForward) options.lhs_k_block = context.activation_k_block;
@@ -193,7 +193,7 @@ void ops_gmm(const MatmulContext& context, const ResolvedPassConfig& config, Pas
   options.group_offset = p.group_offset;
   options.local_groups = p.local_groups;
   const int64_t out_cols = pass == Pass::kGradLhs ? p.k : (swiglu ? p.n / 2 : p.n);
-  if (!context.quantization.empty()) {
+  if (context.quantization) {
     const TensorView lhs_view(DType::kF32, Shape{p.m, lhs_cols}, lhs);
     // The quantizer reads f32 and bf16 alike: a bf16 weight is quantized from its storage.
     const TensorView w_view(w.dtype, Shape{p.weight_groups(), p.k, p.n}, w.data);
@@ -292,7 +292,7 @@ void grouped_forward<double>(const MatmulContext& context, const ResolvedPassCon
 void grouped_forward_swiglu(const MatmulContext& context, const ResolvedPassConfig& config,
                             const char* name, const GroupedProblem& p, const float* x,
                             WeightRef w, float* out) {
-  require(context.backend == MatmulBackend::kOps && context.quantization.empty(), "fused_gate_up",
+  require(context.backend == MatmulBackend::kOps && !context.quantization, "fused_gate_up",
           "true", "the fused SwiGLU forward needs the unquantized ops backend");
   ops_gmm(context, config, Pass::kForward, name, p, x, p.k, w, out, true);
 }
@@ -340,7 +340,7 @@ void grouped_grad_rhs<float>(const MatmulContext& context, const ResolvedPassCon
   options.group_offset = p.group_offset;
   options.local_groups = p.local_groups;
   const TensorView out(DType::kF32, Shape{p.weight_groups(), p.k, p.n}, dw);
-  if (!context.quantization.empty()) {
+  if (context.quantization) {
     const QuantGmmOptions quant = quant_options(context, Pass::kGradRhs);
     log_call(context, name, Pass::kGradRhs, kernel_label(options.kernel), &quant);
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));

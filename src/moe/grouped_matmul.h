@@ -26,7 +26,7 @@ namespace raggemm::moe {
 struct MatmulContext {
   MatmulBackend backend = MatmulBackend::kOps;
   DType dtype = DType::kF32;  // storage of both operands handed to the kernels
-  std::string quantization;   // "", "fp8_full", "int8"
+  std::optional<QuantRecipe> quantization;  // none: plain operands
   std::string weight_scaling = "channel";
   int64_t activation_k_block = 0;  // quantized fwd: lhs scales per row and K-block
   int threads = 0;

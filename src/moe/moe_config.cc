@@ -40,22 +40,20 @@ void validate(const MoeConfig& config) {
   }
   require(config.dtype == DType::kF32 || config.dtype == DType::kBF16, "dtype",
           dtype_name(config.dtype), "must be f32 or bf16");
-  require(config.quantization.empty() || config.quantization == "fp8_full" ||
-              config.quantization == "int8",
-          "quantization", config.quantization, "must be \"\", fp8_full or int8");
   require(config.capacity_factor == -1 || config.capacity_factor > 0, "capacity_factor",
           config.capacity_factor, "must be -1 (keep every token) or positive");
   require(!config.sparse_matmul || config.capacity_factor == -1, "capacity_factor,sparse_matmul",
           std::to_string(config.capacity_factor) + ",true",
           "a capacity applies to the dense path only (set sparse_matmul=false)");
-  require(config.sparse_matmul || config.quantization.empty(), "sparse_matmul,quantization",
-          "false," + config.quantization, "the dense path runs unquantized");
+  require(config.sparse_matmul || !config.quantization, "sparse_matmul,quantization",
+          std::string("false,") + training_quantization_name(config.quantization),
+          "the dense path runs unquantized");
   if (config.activation_k_block > 0) {
     const std::string blocks = "block:" + std::to_string(config.activation_k_block);
     require(
         config.activation_k_block >= kMinBlockSize && config.activation_k_block <= kMaxBlockSize,
         "quantization_activation_scaling", blocks, "block size must be in 32..512");
-    require(!config.quantization.empty(), "quantization_activation_scaling,quantization",
+    require(config.quantization.has_value(), "quantization_activation_scaling,quantization",
             blocks + ",\"\"", "activation scales exist only with a quantization");
     const auto& kernel = config.plan.wi.pass(Pass::kForward).kernel;
     require(kernel == KernelVersion::kV2 && config.plan.wo.pass(Pass::kForward).kernel == kernel,
@@ -64,7 +62,7 @@ void validate(const MoeConfig& config) {
   }
   const RhsScaling scaling =
       parse_rhs_scaling(config.weight_scaling, "quantization_weight_scaling");
-  if (scaling.block() && !config.quantization.empty()) {
+  if (scaling.block() && config.quantization) {
     for (Weight weight : kAllWeights) {
       for (Pass pass : {Pass::kForward, Pass::kGradLhs}) {
         const auto& kernel = config.plan.weight(weight).pass(pass).kernel;

@@ -90,7 +90,7 @@ template <class T>
 bool MoeLayer<T>::Impl::fused_swiglu_forward() const {
   if constexpr (!std::is_same_v<T, float>) return false;
   return config.fused_gate_up && config.backend == MatmulBackend::kOps &&
-         config.quantization.empty() && wi_passes[0].kernel == KernelVersion::kV2;
+         !config.quantization && wi_passes[0].kernel == KernelVersion::kV2;
 }
 
 template <class T>

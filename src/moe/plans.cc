@@ -63,7 +63,7 @@ MatmulContext dense_context(const MoeConfig& config, Profiler* profiler, DType d
                             std::vector<GmmCall>* calls) {
   MatmulContext context = expert_context(config, profiler, calls);
   context.dtype = dtype;
-  context.quantization.clear();
+  context.quantization.reset();
   context.kind = OpKind::kDenseGmm;
   return context;
 }

@@ -680,7 +680,7 @@ TrainConfig resolve(const Settings& input) {
               std::to_string(c.ici_expert_parallelism) +
               " (each process holds num_experts / ici_expert_parallelism experts)");
   m.dtype = dtype_key(s, "dtype");
-  m.quantization = one_of(s, "quantization", {"", "fp8_full", "int8"});
+  m.quantization = parse_training_quantization(s.get("quantization"), "quantization");
   m.weight_scaling = s.get("quantization_weight_scaling");
   m.sparse_matmul = to_bool(s, "sparse_matmul");
   m.capacity_factor = to_real(s, "capacity_factor", -1);

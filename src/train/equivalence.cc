@@ -113,7 +113,7 @@ Leaves run_layer(const MoeConfig& config, const EquivalenceShape& shape, Communi
 }
 
 MoeConfig unquantized(MoeConfig config) {
-  config.quantization.clear();
+  config.quantization.reset();
   config.weight_scaling = "channel";
   config.activation_k_block = 0;
   return config;
@@ -184,10 +184,10 @@ void check_what_ran(const MoeConfig& config, const std::vector<GmmCall>& calls, 
       std::optional<KernelVersion> asked = config.plan.weight(weight).pass(pass).kernel;
       if (!asked && rows > 0) asked = resolved[static_cast<size_t>(pass)].kernel;
       std::string want_lhs, want_rhs, want_lhs_scales, want_rhs_scales;
-      if (config.quantization.empty()) {
+      if (!config.quantization) {
         want_lhs = want_rhs = dtype_name(config.dtype);
         want_lhs_scales = want_rhs_scales = "none";
-      } else if (config.quantization == "int8") {
+      } else if (config.quantization == QuantRecipe::kInt8) {
         const PassStorage s = fp8_storage(pass);
         want_lhs = want_rhs = "int8";
         want_lhs_scales = expand(s.lhs_scales, config);
@@ -312,15 +312,15 @@ MoeConfig equivalence_config(const EquivalenceCase& c, const EquivalenceShape& s
   }
   config.dtype = c.dtype == "bf16" ? DType::kBF16 : DType::kF32;
   if (c.quant == "fp8_channel") {
-    config.quantization = "fp8_full";
+    config.quantization = QuantRecipe::kFp8;
   } else if (c.quant == "fp8_block128") {
     // DeepSeek-V3's recipe: activations per token and 128-wide K-block,
     // weights per 128-long K-block and output column.
-    config.quantization = "fp8_full";
+    config.quantization = QuantRecipe::kFp8;
     config.weight_scaling = "block:128";
     config.activation_k_block = 128;
   } else if (c.quant == "int8") {
-    config.quantization = "int8";
+    config.quantization = QuantRecipe::kInt8;
   }
   config.use_ring_of_experts = c.parallel == "p2_ring";
   moe::validate(config);
@@ -332,16 +332,16 @@ MoeConfig equivalence_config(const EquivalenceCase& c, const EquivalenceShape& s
 // P = 1 and 2 (docs/equivalence.md): f32 5.2e-7, bf16 5.2e-3, fp8 0.122
 // (channel; block:128 0.094), int8 0.029.
 double equivalence_upper_bound(const MoeConfig& config) {
-  if (config.quantization == "int8") return 0.04;
-  if (!config.quantization.empty()) return 0.16;
+  if (config.quantization == QuantRecipe::kInt8) return 0.04;
+  if (config.quantization) return 0.16;
   return config.dtype == DType::kBF16 ? 8e-3 : 2e-6;
 }
 
 // The smallest distance of a quantized output from its unquantized run in
 // the same measurement: fp8 0.062, int8 0.023. A skipped quantization gives 0.
 double equivalence_lower_bound(const MoeConfig& config) {
-  if (config.quantization.empty()) return 0;
-  return config.quantization == "int8" ? 0.01 : 0.02;
+  if (!config.quantization) return 0;
+  return config.quantization == QuantRecipe::kInt8 ? 0.01 : 0.02;
 }
 
 EquivalenceResult run_equivalence(const std::string& name, const MoeConfig& config,
@@ -364,7 +364,7 @@ EquivalenceResult run_equivalence(const std::string& name, const MoeConfig& conf
       result.failures.push_back(text);
     }
   }
-  if (!config.quantization.empty()) {
+  if (config.quantization) {
     const Leaves plain = run_layer(unquantized(config), shape, comm);
     result.quant_gap = relative_frobenius(got.values[0], plain.values[0]);
     if (!(result.quant_gap >= result.lower)) {

@@ -183,7 +183,7 @@ void autotune_missing(const TrainConfig& config, std::ostream& log) {
     for (Pass pass : kAllPasses) {
       GmmShape shape =
           block_pass_shape(weight, pass, dims, config.moe.router.num_experts, {}, config.moe.dtype);
-      shape.quantization = config.moe.quantization;
+      shape.quantization = training_quantization_name(config.moe.quantization);
       if (cache.find(shape)) continue;
       tune::TuneOptions options;
       options.budget_s = 3.0;
@@ -394,7 +394,9 @@ TrainResult run_training(const TrainConfig& launch_config, std::ostream& main_lo
       << " tokens/step; dtype " << dtype_name(config.moe.dtype) << ", weights "
       << dtype_name(config.weight_dtype) << " (" << format("%.1f", weight_bytes / double(1 << 20))
       << " MiB stored)"
-      << (config.moe.quantization.empty() ? "" : ", quantization " + config.moe.quantization)
+      << (config.moe.quantization
+              ? std::string(", quantization ") + training_quantization_name(config.moe.quantization)
+              : "")
       << "\n";
   if (ranks > 1) {
     log << "mesh " << mesh_shape.describe() << ": " << ranks << " processes, "

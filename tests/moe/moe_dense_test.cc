@@ -129,9 +129,9 @@ TEST(DensePath, RefusesWhatItCannotRun) {
   EXPECT_THROW(validate(c), Error);
   c.sparse_matmul = false;
   EXPECT_NO_THROW(validate(c));
-  c.quantization = "fp8_full";
+  c.quantization = QuantRecipe::kFp8;
   EXPECT_THROW(validate(c), Error);
-  c.quantization.clear();
+  c.quantization.reset();
   c.capacity_factor = 0;
   EXPECT_THROW(validate(c), Error);
 }

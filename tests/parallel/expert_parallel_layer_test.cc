@@ -66,9 +66,9 @@ void fused_shared_v2(MoeConfig& c) {
   c.plan.wo.pass(Pass::kForward).kernel = KernelVersion::kV2;
 }
 
-void fp8(MoeConfig& c) { c.quantization = "fp8_full"; }
+void fp8(MoeConfig& c) { c.quantization = QuantRecipe::kFp8; }
 void int8_bf16(MoeConfig& c) {
-  c.quantization = "int8";
+  c.quantization = QuantRecipe::kInt8;
   c.dtype = DType::kBF16;
 }
 
@@ -163,7 +163,7 @@ TEST_P(ExpertParallelLayerTest, MatchesOneProcessOnTheGlobalBatch) {
     // rank's experts' rows here and every expert's rows on one process, so
     // the two differ by quantization noise (the layer's quantized-vs-f32
     // bound is 0.22); a wrong expert or a lost row would be off by O(1).
-    const bool noisy = parallel.sharded[i] && !config.quantization.empty();
+    const bool noisy = parallel.sharded[i] && config.quantization.has_value();
     EXPECT_LT(error, noisy ? 0.25 : 1e-5) << "param " << i;
   }
   if (c.skew != Skew::kNone) {

@@ -387,6 +387,25 @@ TEST(ConfigTest, KernelSelectionKeysResolve) {
   EXPECT_EQ(megablox.moe.plan.wo.pass(Pass::kGradRhs).kernel, KernelVersion::kV1);
 }
 
+// The key's value is parsed once into the layer's recipe (issue 20).
+TEST(ConfigTest, QuantizationBecomesARecipe) {
+  EXPECT_EQ(resolve(parse_train_arguments({})).moe.quantization, std::nullopt);
+  EXPECT_EQ(resolve(parse_train_arguments({"quantization=fp8_full"})).moe.quantization,
+            QuantRecipe::kFp8);
+  EXPECT_EQ(resolve(parse_train_arguments({"quantization=int8"})).moe.quantization,
+            QuantRecipe::kInt8);
+  try {
+    resolve(parse_train_arguments({"quantization=fp8"}));
+    FAIL() << "accepted quantization=fp8";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.argument(), "quantization");
+    EXPECT_EQ(e.value(), "fp8");
+    EXPECT_NE(std::string(e.what()).find("expected one of: \"\", fp8_full, int8"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ConfigTest, ResolvedYamlRoundTrips) {
   const Settings s =
       parse_train_arguments({"quantization=fp8_full", "run_name=x", "dataset_path: a b"});
