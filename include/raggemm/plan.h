@@ -93,7 +93,7 @@ struct ResolvedPassConfig {
   Tiles tiles;  // kernel tiles, all > 0
   KernelVersion kernel = KernelVersion::kV1;
   int input_buffer_count = 1;
-  std::string quantization;
+  Quantization quantization;
   struct Sources {
     PlanSource m = PlanSource::kHeuristic;
     PlanSource k = PlanSource::kHeuristic;

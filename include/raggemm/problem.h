@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "raggemm/dtype.h"
+#include "raggemm/quant_types.h"
 #include "raggemm/tiles.h"
 
 namespace raggemm {
@@ -41,7 +42,9 @@ struct GmmShape {
   int64_t groups = 0;
   DType lhs_dtype = DType::kF32;
   DType rhs_dtype = DType::kF32;
-  std::string quantization;          // "" for none
+  // The recipe of a quantized pass (its spelling in cache keys:
+  // quantization_name), or none.
+  Quantization quantization;
   std::vector<int32_t> group_sizes;  // empty: unknown, balanced m/groups assumed
 };
 

@@ -39,7 +39,7 @@ GmmShape GmmSpec::shape() const {
   // The tune cache names quantized problems by the training config's recipe.
   if (lhs.quantized() || rhs.quantized()) {
     const QuantType type = lhs.quantized() ? lhs.quant->type : rhs.quant->type;
-    shape.quantization = type == QuantType::kInt8 ? "int8" : "fp8_full";
+    shape.quantization = type == QuantType::kInt8 ? QuantRecipe::kInt8 : QuantRecipe::kFp8;
   }
   for (int64_t g = 0; g < resolved_local_groups; ++g) {
     shape.group_sizes.push_back(

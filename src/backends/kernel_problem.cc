@@ -40,11 +40,20 @@ const float* column_vector(const std::optional<TensorView>& v, int64_t n, int64_
   return v->as<const float>();
 }
 
-float* f32_out(const TensorView& out) {
-  return out.dtype == DType::kF32 ? out.as<float>() : nullptr;
-}
-uint16_t* bf16_out(const TensorView& out) {
-  return out.dtype == DType::kBF16 ? out.as<uint16_t>() : nullptr;
+// What every kernel problem (f32/bf16/quantized gmm, tgmm, int8 gmm) takes
+// from the spec alike: the dims, the groups and the output.
+template <class Problem>
+void set_dims_groups_output(const GmmSpec& s, Problem& p) {
+  p.m = s.m;
+  p.k = s.k;
+  p.n = s.n;
+  p.starts = s.starts.data();
+  p.num_groups = s.num_groups();
+  p.group_offset = s.group_offset;
+  p.local_groups = s.resolved_local_groups;
+  p.out = s.out.dtype == DType::kF32 ? s.out.as<float>() : nullptr;
+  p.out_bf16 = s.out.dtype == DType::kBF16 ? s.out.as<uint16_t>() : nullptr;
+  p.accumulate = s.accumulate;
 }
 
 }  // namespace
@@ -59,16 +68,7 @@ kernels::GmmProblem gmm_problem(const GmmSpec& s) {
     p.rhs.base.scale = slice_scale(*s.rhs.quant, 1, 2, &p.rhs.scale_stride);
   }
   p.transpose_rhs = s.transpose_rhs();
-  p.m = s.m;
-  p.k = s.k;
-  p.n = s.n;
-  p.starts = s.starts.data();
-  p.num_groups = s.num_groups();
-  p.group_offset = s.group_offset;
-  p.local_groups = s.resolved_local_groups;
-  p.out = f32_out(s.out);
-  p.out_bf16 = bf16_out(s.out);
-  p.accumulate = s.accumulate;
+  set_dims_groups_output(s, p);
   p.epilogue.swiglu = s.fuse_swiglu;
   p.epilogue.col_scale = column_vector(s.col_scale, s.n, &p.epilogue.col_scale_group_stride);
   p.epilogue.col_bias = column_vector(s.col_bias, s.n, &p.epilogue.col_bias_group_stride);
@@ -82,16 +82,7 @@ kernels::TgmmProblem tgmm_problem(const GmmSpec& s) {
   // dout's per-column scales scale the output's columns; applied as dout is
   // packed, which is the same product.
   p.dout = matrix_operand(s.rhs);
-  p.m = s.m;
-  p.k = s.k;
-  p.n = s.n;
-  p.starts = s.starts.data();
-  p.num_groups = s.num_groups();
-  p.group_offset = s.group_offset;
-  p.local_groups = s.resolved_local_groups;
-  p.out = f32_out(s.out);
-  p.out_bf16 = bf16_out(s.out);
-  p.accumulate = s.accumulate;
+  set_dims_groups_output(s, p);
   return p;
 }
 
@@ -113,16 +104,7 @@ std::optional<kernels::Int8GmmProblem> int8_problem(const GmmSpec& s) {
   p.col_scale = ws.data;
   p.col_scale_stride = ws.col_stride;
   p.col_scale_group_stride = group_stride;
-  p.m = s.m;
-  p.k = s.k;
-  p.n = s.n;
-  p.starts = s.starts.data();
-  p.num_groups = s.num_groups();
-  p.group_offset = s.group_offset;
-  p.local_groups = s.resolved_local_groups;
-  p.out = f32_out(s.out);
-  p.out_bf16 = bf16_out(s.out);
-  p.accumulate = s.accumulate;
+  set_dims_groups_output(s, p);
   return p;
 }
 

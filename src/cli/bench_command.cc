@@ -263,7 +263,7 @@ int run_bench(const std::vector<std::string>& args) {
   }
   settings.threads = threads;  // the heuristic shares the caches between these
   const ResolvedPassConfig::Sources source = resolve_unset(
-      {pass, m, dlhs ? n : k, dlhs ? k : n, groups}, sizes, quant.has_value(), no_cache, settings);
+      {pass, m, dlhs ? n : k, dlhs ? k : n, groups}, sizes, quant, no_cache, settings);
   Tensor group_sizes(DType::kI32, {groups});
   std::copy(sizes.begin(), sizes.end(), group_sizes.as<int32_t>());
   const bench::BenchShapes shapes = bench::bench_shapes(op, m, k, n, groups);

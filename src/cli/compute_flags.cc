@@ -13,8 +13,9 @@ void add_no_cache_flag(CLI::App& app, bool& no_cache) {
 }
 
 ResolvedPassConfig::Sources resolve_unset(const OpProblem& problem,
-                                          const std::vector<int32_t>& group_sizes, bool quantized,
-                                          bool no_cache, KernelSettings& settings) {
+                                          const std::vector<int32_t>& group_sizes,
+                                          Quantization quantization, bool no_cache,
+                                          KernelSettings& settings) {
   const GmmShape shape{.pass = problem.pass,
                        .m = problem.m,
                        .k = problem.k,
@@ -22,7 +23,7 @@ ResolvedPassConfig::Sources resolve_unset(const OpProblem& problem,
                        .groups = problem.groups,
                        .lhs_dtype = settings.dtype,
                        .rhs_dtype = settings.dtype,
-                       .quantization = quantized ? "quantized" : "",
+                       .quantization = quantization,
                        .group_sizes = group_sizes};
   KernelOverrides overrides;
   overrides.tiles = settings.tiles;

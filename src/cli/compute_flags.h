@@ -29,10 +29,17 @@ struct OpProblem {
 // cache's winner for `problem` at the dtype in `settings`, quantized or not
 // (skipped with no_cache) > the heuristic on the call's own group sizes (the
 // rule the ops apply to unset tiles). Fills `settings` and returns where each
-// field came from.
+// field came from. A quantized call finds the entries tuned for its recipe
+// (raggemm tune, gmm_autotune in training).
 ResolvedPassConfig::Sources resolve_unset(const OpProblem& problem,
-                                          const std::vector<int32_t>& group_sizes, bool quantized,
-                                          bool no_cache, KernelSettings& settings);
+                                          const std::vector<int32_t>& group_sizes,
+                                          Quantization quantization, bool no_cache,
+                                          KernelSettings& settings);
+
+inline Quantization recipe_of(const std::optional<QuantGmmOptions>& quant) {
+  if (!quant) return std::nullopt;
+  return quant->recipe;
+}
 
 // The values of a --group-sizes tensor from load_group_sizes (int32).
 std::vector<int32_t> group_size_values(const Tensor& group_sizes);
@@ -66,7 +73,7 @@ template <class Options>
 Options op_options(const ComputeFlags& flags, ComputeSettings settings, const OpProblem& problem,
                    const Tensor& group_sizes) {
   const ResolvedPassConfig::Sources source = resolve_unset(
-      problem, group_size_values(group_sizes), settings.quant.has_value(), flags.no_cache,
+      problem, group_size_values(group_sizes), recipe_of(settings.quant), flags.no_cache,
       settings.kernel);
   if (source.k != PlanSource::kExplicit) round_k_to_weight_blocks(problem, settings);
   const KernelSettings& kernel = settings.kernel;

@@ -261,30 +261,68 @@ int64_t covered_rows(const GroupedProblem& problem) {
   return rows;
 }
 
+namespace {
+
+// A call on the oracle's loops: logged as "naive" with the caller's element
+// type, profiled and annotated as a reference GMM event around `loops`.
+template <class Loops>
+void run_naive(const MatmulContext& context, const ResolvedPassConfig& config, const char* name,
+               Pass pass, const GroupedProblem& p, const char* type, Loops loops) {
+  log_call(context, name, pass, "naive", nullptr, type);
+  auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
+  annotate(scope, name, pass, config, p, /*reference=*/true);
+  loops();
+}
+
+bool naive_for(const MatmulContext& context, const GroupedProblem& p) {
+  return context.backend == MatmulBackend::kReference || tiny(context, p);
+}
+
+// fwd (`in` is x [M,K], out [M,N]) or dlhs (`in` is dy [M,N], out dx [M,K]).
+template <class T>
+void naive_gmm_pass(Pass pass, const GroupedProblem& p, const T* in, const T* w, T* out,
+                    bool parallel) {
+  if (pass == Pass::kForward) return naive_forward(p, in, w, out, parallel);
+  naive_grad_lhs(p, in, w, out, parallel);
+}
+
+// An f32 fwd or dlhs pass: the oracle's loops on the reference backend and
+// for tiny matmuls (a bf16 weight widened first), else the public op.
+void float_gmm_pass(const MatmulContext& context, const ResolvedPassConfig& config,
+                    const char* name, Pass pass, const GroupedProblem& p, const float* in,
+                    WeightRef w, float* out) {
+  if (naive_for(context, p)) {
+    std::vector<float> workspace;
+    const float* wf = f32_weight(w, p.weight_groups() * p.k * p.n, workspace);
+    return run_naive(context, config, name, pass, p, "f32", [&] {
+      naive_gmm_pass(pass, p, in, wf, out,
+                     context.backend == MatmulBackend::kReference && worth_parallel(p));
+    });
+  }
+  ops_gmm(context, config, pass, name, p, in, pass == Pass::kForward ? p.k : p.n, w, out, false);
+}
+
+void double_gmm_pass(const MatmulContext& context, const ResolvedPassConfig& config,
+                     const char* name, Pass pass, const GroupedProblem& p, const double* in,
+                     const double* w, double* out) {
+  run_naive(context, config, name, pass, p, "f64",
+            [&] { naive_gmm_pass(pass, p, in, w, out, worth_parallel(p)); });
+}
+
+}  // namespace
+
 template <>
 void grouped_forward<float>(const MatmulContext& context, const ResolvedPassConfig& config,
                             const char* name, const GroupedProblem& p, const float* x,
                             WeightRef w, float* out) {
-  if (context.backend == MatmulBackend::kReference || tiny(context, p)) {
-    log_call(context, name, Pass::kForward, "naive", nullptr, "f32");
-    std::vector<float> workspace;
-    const float* wf = f32_weight(w, p.weight_groups() * p.k * p.n, workspace);
-    auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
-    annotate(scope, name, Pass::kForward, config, p, /*reference=*/true);
-    return naive_forward(p, x, wf, out,
-                         context.backend == MatmulBackend::kReference && worth_parallel(p));
-  }
-  ops_gmm(context, config, Pass::kForward, name, p, x, p.k, w, out, false);
+  float_gmm_pass(context, config, name, Pass::kForward, p, x, w, out);
 }
 
 template <>
 void grouped_forward<double>(const MatmulContext& context, const ResolvedPassConfig& config,
                              const char* name, const GroupedProblem& p, const double* x,
                              const double* w, double* out) {
-  log_call(context, name, Pass::kForward, "naive", nullptr, "f64");
-  auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
-  annotate(scope, name, Pass::kForward, config, p, /*reference=*/true);
-  naive_forward(p, x, w, out, worth_parallel(p));
+  double_gmm_pass(context, config, name, Pass::kForward, p, x, w, out);
 }
 
 void grouped_forward_swiglu(const MatmulContext& context, const ResolvedPassConfig& config,
@@ -299,38 +337,24 @@ template <>
 void grouped_grad_lhs<float>(const MatmulContext& context, const ResolvedPassConfig& config,
                              const char* name, const GroupedProblem& p, const float* dy,
                              WeightRef w, float* dx) {
-  if (context.backend == MatmulBackend::kReference || tiny(context, p)) {
-    log_call(context, name, Pass::kGradLhs, "naive", nullptr, "f32");
-    std::vector<float> workspace;
-    const float* wf = f32_weight(w, p.weight_groups() * p.k * p.n, workspace);
-    auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
-    annotate(scope, name, Pass::kGradLhs, config, p, /*reference=*/true);
-    return naive_grad_lhs(p, dy, wf, dx,
-                          context.backend == MatmulBackend::kReference && worth_parallel(p));
-  }
-  ops_gmm(context, config, Pass::kGradLhs, name, p, dy, p.n, w, dx, false);
+  float_gmm_pass(context, config, name, Pass::kGradLhs, p, dy, w, dx);
 }
 
 template <>
 void grouped_grad_lhs<double>(const MatmulContext& context, const ResolvedPassConfig& config,
                               const char* name, const GroupedProblem& p, const double* dy,
                               const double* w, double* dx) {
-  log_call(context, name, Pass::kGradLhs, "naive", nullptr, "f64");
-  auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
-  annotate(scope, name, Pass::kGradLhs, config, p, /*reference=*/true);
-  naive_grad_lhs(p, dy, w, dx, worth_parallel(p));
+  double_gmm_pass(context, config, name, Pass::kGradLhs, p, dy, w, dx);
 }
 
 template <>
 void grouped_grad_rhs<float>(const MatmulContext& context, const ResolvedPassConfig& config,
                              const char* name, const GroupedProblem& p, const float* x,
                              const float* dy, float* dw) {
-  if (context.backend == MatmulBackend::kReference || tiny(context, p)) {
-    log_call(context, name, Pass::kGradRhs, "naive", nullptr, "f32");
-    auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
-    annotate(scope, name, Pass::kGradRhs, config, p, /*reference=*/true);
-    return naive_grad_rhs(p, x, dy, dw,
-                          context.backend == MatmulBackend::kReference && worth_parallel(p));
+  if (naive_for(context, p)) {
+    return run_naive(context, config, name, Pass::kGradRhs, p, "f32", [&] {
+      naive_grad_rhs(p, x, dy, dw, context.backend == MatmulBackend::kReference && worth_parallel(p));
+    });
   }
   const TensorView sizes(DType::kI32, Shape{p.groups}, p.group_sizes);
   TgmmOptions options = tgmm_options(config);
@@ -365,10 +389,8 @@ template <>
 void grouped_grad_rhs<double>(const MatmulContext& context, const ResolvedPassConfig& config,
                               const char* name, const GroupedProblem& p, const double* x,
                               const double* dy, double* dw) {
-  log_call(context, name, Pass::kGradRhs, "naive", nullptr, "f64");
-  auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
-  annotate(scope, name, Pass::kGradRhs, config, p, /*reference=*/true);
-  naive_grad_rhs(p, x, dy, dw, worth_parallel(p));
+  run_naive(context, config, name, Pass::kGradRhs, p, "f64",
+            [&] { naive_grad_rhs(p, x, dy, dw, worth_parallel(p)); });
 }
 
 }  // namespace raggemm::moe

@@ -116,7 +116,7 @@ ResolvedPassConfig resolve(const GmmPlan& plan, Weight weight, Pass pass, const 
             tile.value_or(0), "tile must be a positive integer");
   }
   GmmShape shape = block_pass_shape(weight, pass, dims, groups, group_sizes, dtype);
-  shape.quantization = quantization_name(config.quantization);  // the tune cache's spelling
+  shape.quantization = config.quantization;
   KernelOverrides overrides;
   overrides.tiles = to_kernel_tiles(weight, pass, config.tiles);
   overrides.kernel = config.kernel;

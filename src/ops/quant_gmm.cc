@@ -11,6 +11,7 @@
 
 #include <algorithm>
 
+#include "ops/options_spec.h"
 #include "ops/recipe_call.h"
 #include "ops/run_spec.h"
 #include "ops/validate.h"
@@ -34,12 +35,7 @@ void check_weight(const QuantizedTensor& weight, const QuantGmmOptions& quant) {
 
 std::string kernel_setting(KernelVersion kernel) { return kernel_name(kernel); }
 
-ops::CallSettings settings_of(const GmmOptions& o) {
-  return ops::CallSettings{o.tiles, o.kernel, o.input_buffer_count, o.out_dtype, o.backend};
-}
-ops::CallSettings settings_of(const TgmmOptions& o) {
-  return ops::CallSettings{o.tiles, o.kernel, o.input_buffer_count, o.out_dtype, o.backend};
-}
+using ops::settings_of;
 
 // A quantized tensor as a spec operand; `in_kernel`: its scales are applied
 // by the backend (false: folded into the other operand already).
@@ -73,20 +69,8 @@ backends::GmmSpec gmm_pass_spec(const backends::GmmOperand& lhs, const Quantized
                                 bool weight_scales_in_kernel, const TensorView& group_sizes,
                                 const GmmOptions& o, const QuantGmmOptions& quant) {
   check_weight(weight, quant);
-  backends::GmmSpec spec;
-  spec.pass = o.transpose_rhs ? Pass::kGradLhs : Pass::kForward;
-  spec.lhs = lhs;
-  spec.rhs = operand_of(weight, weight_scales_in_kernel);
-  spec.group_sizes = group_sizes;
-  spec.group_offset = o.group_offset;
-  spec.local_groups = o.local_groups;
-  spec.fuse_swiglu = o.fuse_swiglu;
-  spec.col_scale = o.col_scale;
-  spec.col_bias = o.col_bias;
-  spec.row_scale = o.row_scale;
-  spec.accumulate = o.accumulate;
-  spec.threads = o.threads;
-  ops::validate(spec, settings_of(o));
+  backends::GmmSpec spec =
+      ops::validated_spec(lhs, operand_of(weight, weight_scales_in_kernel), group_sizes, o);
   check_quant_options(o, quant, weight);
   if (!o.transpose_rhs) spec.contracted_block = std::max(spec.contracted_block, quant.lhs_k_block);
   return spec;
@@ -172,17 +156,9 @@ QuantizedGmmOperands prepare_quantized_gmm(const TensorView& lhs, const Quantize
 
 Tensor run_quantized_gmm(const QuantizedGmmOperands& operands, const TensorView& group_sizes,
                          const GmmOptions& o, const QuantGmmOptions& quant) {
-  const backends::GmmSpec spec = gmm_pass_spec(operand_of(operands.lhs, true), operands.rhs,
-                                               operands.rhs_scales_in_kernel, group_sizes, o, quant);
-  if (o.accumulate) {
-    fail("accumulate", "true",
-         "run_quantized_gmm allocates its output: accumulate with run_quantized_gmm_into");
-  }
-  Tensor out(o.out_dtype, ops::output_shape(spec));
-  backends::GmmSpec with_out = spec;
-  with_out.out = out.view();
-  ops::run(with_out, settings_of(o));
-  return out;
+  return ops::run_into_new(gmm_pass_spec(operand_of(operands.lhs, true), operands.rhs,
+                                         operands.rhs_scales_in_kernel, group_sizes, o, quant),
+                           settings_of(o), "run_quantized_gmm");
 }
 
 void run_quantized_gmm_into(const QuantizedGmmOperands& operands, const TensorView& group_sizes,
@@ -267,29 +243,13 @@ Tensor recipe_tgmm(const GmmOperand& lhs, const GmmOperand& dout, const TensorVi
 
 namespace {
 
-// The spec of a quantized tgmm (drhs) on `lhs` and `dout` (plain before
-// quantization, codes after), validated.
-backends::GmmSpec tgmm_pass_spec(const backends::GmmOperand& lhs, const backends::GmmOperand& dout,
-                                 const TensorView& group_sizes, const TgmmOptions& o) {
-  backends::GmmSpec spec;
-  spec.pass = Pass::kGradRhs;
-  spec.lhs = lhs;
-  spec.rhs = dout;
-  spec.group_sizes = group_sizes;
-  spec.group_offset = o.group_offset;
-  spec.local_groups = o.local_groups;
-  spec.accumulate = o.accumulate;
-  spec.threads = o.threads;
-  ops::validate(spec, settings_of(o));
-  return spec;
-}
-
+// The validated spec of a quantized tgmm (drhs) on its codes.
 backends::GmmSpec tgmm_pass_spec(const QuantizedTgmmOperands& operands,
                                  const TensorView& group_sizes, const TgmmOptions& o) {
   // dout's per-column scales scale the output's columns: applied as dout
   // is packed, which is the same product.
-  return tgmm_pass_spec(operand_of(operands.lhs, operands.lhs_scales_in_kernel),
-                        operand_of(operands.dout, true), group_sizes, o);
+  return ops::validated_spec(operand_of(operands.lhs, operands.lhs_scales_in_kernel),
+                             operand_of(operands.dout, true), group_sizes, o);
 }
 
 }  // namespace
@@ -298,7 +258,7 @@ QuantizedTgmmOperands prepare_quantized_tgmm(const TensorView& lhs, const Tensor
                                              const TensorView& group_sizes,
                                              const TgmmOptions& options,
                                              const QuantGmmOptions& quant) {
-  const backends::GmmSpec spec = tgmm_pass_spec(lhs, dout, group_sizes, options);
+  const backends::GmmSpec spec = ops::validated_spec(lhs, dout, group_sizes, options);
   require(quant.lhs_k_block == 0, "lhs_k_block", quant.lhs_k_block,
           "K-blocks of lhs scales apply to the forward pass only");
   const int threads = backends::resolved_threads(spec);
@@ -320,15 +280,8 @@ QuantizedTgmmOperands prepare_quantized_tgmm(const TensorView& lhs, const Tensor
 
 Tensor run_quantized_tgmm(const QuantizedTgmmOperands& operands, const TensorView& group_sizes,
                           const TgmmOptions& o) {
-  backends::GmmSpec spec = tgmm_pass_spec(operands, group_sizes, o);
-  if (o.accumulate) {
-    fail("accumulate", "true",
-         "run_quantized_tgmm allocates its output: accumulate with run_quantized_tgmm_into");
-  }
-  Tensor out(o.out_dtype, ops::output_shape(spec));
-  spec.out = out.view();
-  ops::run(spec, settings_of(o));
-  return out;
+  return ops::run_into_new(tgmm_pass_spec(operands, group_sizes, o), settings_of(o),
+                           "run_quantized_tgmm");
 }
 
 void run_quantized_tgmm_into(const QuantizedTgmmOperands& operands,

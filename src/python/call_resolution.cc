@@ -75,7 +75,7 @@ ResolvedPassConfig resolve_call(Pass pass, const TensorView& a, const TensorView
     config.input_buffer_count = overrides.input_buffer_count.value_or(1);
     return config;
   }
-  if (settings.quantized) shape->quantization = "quantized";  // as the CLI keys it
+  shape->quantization = settings.quantization;
   return resolve_problem(*shape, overrides, &TuneCache::shared_default(), settings.threads);
 }
 

@@ -20,7 +20,7 @@ struct CallSettings {
   std::string kernel = "auto";  // "v1", "v2" or "auto"
   int buffers = 0;              // 1..4, 0: unset
   int threads = 0;              // 0: OpenMP's default
-  bool quantized = false;
+  Quantization quantization;  // a quantized call's recipe: its tune-cache entries
 };
 
 // Resolves one call. `a` and `b` are the op's two operands as the op takes

@@ -38,6 +38,10 @@ struct QuantArgs {
     quant.lhs_k_block = lhs_k_block;
     return quant;
   }
+  Quantization quantization() const {
+    if (!recipe) return std::nullopt;
+    return parse_quant_recipe(*recipe, "quant");
+  }
 };
 
 Tiles tiles_of(const std::optional<TileTuple>& tiles) {
@@ -94,7 +98,8 @@ nb::object gmm(const InputArray& lhs, const std::string& lhs_dtype, const InputA
       view_of(group_sizes, parse_dtype(sizes_dtype, "group_sizes"), "group_sizes");
   GmmOptions options;
   options.transpose_rhs = transpose_rhs;
-  CallSettings settings{tiles_of(tiles), kernel, buffers, threads, quant.has_value()};
+  CallSettings settings{tiles_of(tiles), kernel, buffers, threads,
+                        QuantArgs{quant, rhs_scales, lhs_k_block}.quantization()};
   // The fused output stage is v2's: an unset kernel resolves to it.
   const bool fused = swiglu || col_scale || col_bias || row_scale;
   if (fused && settings.kernel == "auto") settings.kernel = kernel_name(KernelVersion::kV2);
@@ -146,7 +151,8 @@ nb::object tgmm(const InputArray& lhs, const std::string& lhs_dtype, const Input
   const TensorView sizes_view =
       view_of(group_sizes, parse_dtype(sizes_dtype, "group_sizes"), "group_sizes");
   TgmmOptions options;
-  const CallSettings settings{tiles_of(tiles), kernel, buffers, threads, quant.has_value()};
+  const CallSettings settings{tiles_of(tiles), kernel, buffers, threads,
+                              QuantArgs{quant, rhs_scales, 0}.quantization()};
   const ResolvedPassConfig config = resolve_call(Pass::kGradRhs, lhs_view, dout_view, sizes_view,
                                                  settings, group_offset, local_groups);
   apply(config, threads, options);

@@ -165,7 +165,8 @@ void describe_plans(const TrainConfig& config, std::ostream& log) {
           << kernel_name(p.kernel) << " tiles (m,k,n)=(" << p.tiles.m << "," << p.tiles.k << ","
           << p.tiles.n << ") from (" << source_name(p.source.m) << "," << source_name(p.source.k)
           << "," << source_name(p.source.n) << "), kernel from " << source_name(p.source.kernel)
-          << (p.quantization.empty() ? "" : ", quantization " + p.quantization) << "\n";
+          << (p.quantization ? std::string(", quantization ") + quantization_name(p.quantization) : "")
+          << "\n";
     }
   }
 }
@@ -183,7 +184,7 @@ void autotune_missing(const TrainConfig& config, std::ostream& log) {
     for (Pass pass : kAllPasses) {
       GmmShape shape =
           block_pass_shape(weight, pass, dims, config.moe.router.num_experts, {}, config.moe.dtype);
-      shape.quantization = quantization_name(config.moe.quantization);  // the cache's spelling
+      shape.quantization = config.moe.quantization;
       if (cache.find(shape)) continue;
       tune::TuneOptions options;
       options.budget_s = 3.0;

@@ -92,10 +92,10 @@ class Bench {
     const bool tgmm = shape.pass == Pass::kGradRhs;
     std::vector<float> rhs(static_cast<size_t>(tgmm ? m * n : g * k * n));
     fill_inputs(rhs, 2, shape.rhs_dtype);
-    if (!shape.quantization.empty()) {
+    if (shape.quantization) {
       // Codes and scales as the quantized ops lay them out; the reference
       // sees the values the backend computes with.
-      const QuantRecipe recipe = tuning_recipe(shape);
+      const QuantRecipe recipe = *shape.quantization;
       quantized_lhs_ = quantized_operand(shape, recipe, 0, lhs);
       quantized_rhs_ = quantized_operand(shape, recipe, 1, rhs);
       lhs = quantized_lhs_.values;

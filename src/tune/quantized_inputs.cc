@@ -34,12 +34,6 @@ float scale_at(int64_t i) { return 0.5f + 1.5f * static_cast<float>((i * 37) % 1
 
 }  // namespace
 
-QuantRecipe tuning_recipe(const GmmShape& shape) {
-  if (shape.quantization == "int8") return QuantRecipe::kInt8;
-  if (shape.quantization == "fp8_full") return QuantRecipe::kFp8;
-  fail("quantization", shape.quantization, "tuning knows the recipes fp8_full and int8");
-}
-
 QuantizedOperand quantized_operand(const GmmShape& shape, QuantRecipe recipe, int which,
                                    const std::vector<float>& values) {
   const bool lhs = which == 0;

@@ -30,10 +30,6 @@ struct QuantizedOperand {
   backends::GmmOperand operand() const { return backends::GmmOperand(codes.view(), description); }
 };
 
-// The recipe a GmmShape's quantization names ("fp8_full" or "int8"); an
-// Error naming "quantization" otherwise.
-QuantRecipe tuning_recipe(const GmmShape& shape);
-
 // Operand `which` (0: lhs, 1: rhs) of `shape`'s pass from `values` (its
 // f32 inputs, in the layout of tune/equivalence.h).
 QuantizedOperand quantized_operand(const GmmShape& shape, QuantRecipe recipe, int which,

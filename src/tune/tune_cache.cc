@@ -225,7 +225,7 @@ std::string TuneCache::key(const GmmShape& shape) {
   key << "cpu=" << tune::cpu_model_name() << ";isa=" << tune::isa_target_name()
       << ";op=" << pass_op_name(shape.pass) << ";pass=" << pass_name(shape.pass)
       << ";dtypes=" << dtype_name(shape.lhs_dtype) << "," << dtype_name(shape.rhs_dtype)
-      << ";quant=" << (shape.quantization.empty() ? "none" : shape.quantization)
+      << ";quant=" << (shape.quantization ? quantization_name(shape.quantization) : "none")
       << ";m=" << bucket_m(shape.m) << ";k=" << shape.k << ";n=" << shape.n
       << ";g=" << shape.groups;
   return key.str();

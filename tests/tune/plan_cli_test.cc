@@ -195,19 +195,26 @@ namespace {
 
 // `raggemm bench` (and gmm, tgmm, which share the code path) take the tiles,
 // kernel and buffers the user did not give from the tune cache, unless --no-cache.
-TEST(RawOpCli, BenchUsesTheCacheUnlessNoCache) {
-  TempDir dir;
-  const std::string cache_path = dir.file("cache.json");
-  TuneCache cache(cache_path);
+// The problem of `bench gmm --m 128 --k 64 --n 96 --groups 4`, as the cache
+// keys it, stored in a cache at `path` with the winner (24,32,64), v2.
+GmmShape store_bench_entry(const std::string& path, int buffers, Quantization quantization) {
   TuneEntry entry;
-  entry.winner = TuneCandidate{Tiles{24, 32, 64}, KernelVersion::kV2, 3};
+  entry.winner = TuneCandidate{Tiles{24, 32, 64}, KernelVersion::kV2, buffers};
   GmmShape shape;
   shape.pass = Pass::kForward;
   shape.m = 128;
   shape.k = 64;
   shape.n = 96;
   shape.groups = 4;
-  cache.store(shape, entry);
+  shape.quantization = quantization;
+  TuneCache(path).store(shape, entry);
+  return shape;
+}
+
+TEST(RawOpCli, BenchUsesTheCacheUnlessNoCache) {
+  TempDir dir;
+  const std::string cache_path = dir.file("cache.json");
+  GmmShape shape = store_bench_entry(cache_path, 3, std::nullopt);
   ::setenv("RAGGEMM_TUNE_CACHE", cache_path.c_str(), 1);
   const std::vector<std::string> bench = {"bench", "gmm", "--m", "128", "--k", "64", "--n", "96", "--groups", "4",
                                           "--threads", "1", "--reps", "1", "--json"};
@@ -250,6 +257,31 @@ TEST(RawOpCli, BenchUsesTheCacheUnlessNoCache) {
   EXPECT_EQ(partly_set["kernel"], kernel_name(heuristic.kernel));
   EXPECT_EQ(partly_set["source"]["kernel"], "heuristic");
   EXPECT_EQ(partly_set["source"]["buffers"], "explicit");
+  ::unsetenv("RAGGEMM_TUNE_CACHE");
+}
+
+// A quantized call looks up the entries tuned for its recipe, under the key
+// the trainer's gmm_autotune and the tuner write (quant=int8, quant=fp8_full),
+// and no other recipe's or the plain problem's.
+TEST(RawOpCli, QuantizedBenchFindsItsRecipesEntry) {
+  TempDir dir;
+  const std::string cache_path = dir.file("cache.json");
+  store_bench_entry(cache_path, 2, QuantRecipe::kInt8);
+  ::setenv("RAGGEMM_TUNE_CACHE", cache_path.c_str(), 1);
+  auto source_of_m = [&](const char* dtype) {
+    const CliResult result =
+        run_cli(dir, {"bench", "gmm", "--m", "128", "--k", "64", "--n", "96", "--groups", "4",
+                      "--threads", "1", "--reps", "1", "--json", "--dtype", dtype});
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    const nlohmann::json json = nlohmann::json::parse(result.out);
+    if (json["source"]["m"] == "cache") {
+      EXPECT_EQ(json["tiles"], "24,32,64");
+    }
+    return json["source"]["m"].get<std::string>();
+  };
+  EXPECT_EQ(source_of_m("int8"), "cache");
+  EXPECT_EQ(source_of_m("fp8_e4m3"), "heuristic");
+  EXPECT_EQ(source_of_m("f32"), "heuristic");
   ::unsetenv("RAGGEMM_TUNE_CACHE");
 }
 

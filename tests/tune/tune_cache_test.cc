@@ -109,7 +109,7 @@ TEST(TuneCache, KeyBucketsMAndSeparatesEverythingElse) {
   different[3].n = 769;
   different[4].groups = 33;
   different[5].lhs_dtype = DType::kBF16;
-  different[6].quantization = "fp8_full";
+  different[6].quantization = QuantRecipe::kFp8;
   for (const GmmShape& other : different) EXPECT_NE(TuneCache::key(base), TuneCache::key(other));
 }
 
