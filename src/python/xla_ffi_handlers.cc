@@ -45,7 +45,8 @@ struct PassAttrs {
   // call's shape and group sizes: explicit > tune cache > heuristic.
   CallSettings settings() const {
     return CallSettings{Tiles{tile_m, tile_k, tile_n}, std::string(kernel),
-                        static_cast<int>(buffers), static_cast<int>(threads)};
+                        static_cast<int>(buffers), static_cast<int>(threads),
+                        /*quantization=*/std::nullopt};  // the custom calls are float only
   }
 };
 
