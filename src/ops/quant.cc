@@ -65,22 +65,19 @@ int64_t outer_rows(const CellLayout& layout) {
   return rows;
 }
 
-// Calls fn(input_offset, input_stride, flat_offset, count, scale_offset) for
-// every span of elements along the last axis that share one scale cell, in
-// row-major order (flat_offset: the element's row-major index), over the
-// outer rows [row_begin, row_end).
+// Calls fn(input_offset, scale_offset, flat_offset) for the first element of
+// every outer row in [row_begin, row_end), in row-major order (flat_offset:
+// the element's row-major index). Rank 0 is one row of one element.
 template <class Fn>
-void for_each_span(const CellLayout& layout, int64_t row_begin, int64_t row_end, Fn fn) {
+void for_each_row(const CellLayout& layout, int64_t row_begin, int64_t row_end, Fn fn) {
   const int rank = static_cast<int>(layout.dims.size());
   if (row_begin >= row_end) return;
   if (rank == 0) {
-    fn(int64_t{0}, int64_t{1}, int64_t{0}, int64_t{1}, int64_t{0});
+    fn(int64_t{0}, int64_t{0}, int64_t{0});
     return;
   }
   const int last = rank - 1;
   const int64_t inner = layout.dims[last];
-  const int64_t inner_stride = layout.input_strides[last];
-  const int64_t inner_divisor = layout.divisor[last];
   // The multi-index of outer row row_begin.
   std::vector<int64_t> index(static_cast<size_t>(last), 0);
   int64_t remaining = row_begin;
@@ -95,17 +92,36 @@ void for_each_span(const CellLayout& layout, int64_t row_begin, int64_t row_end,
       input_offset += index[axis] * layout.input_strides[axis];
       scale_offset += index[axis] / layout.divisor[axis] * layout.scale_stride[axis];
     }
-    for (int64_t j0 = 0; j0 < inner; j0 += inner_divisor) {
-      const int64_t count = std::min(inner_divisor, inner - j0);
-      fn(input_offset + j0 * inner_stride, inner_stride, flat + j0, count,
-         scale_offset + j0 / inner_divisor * layout.scale_stride[last]);
-    }
+    fn(input_offset, scale_offset, flat);
     flat += inner;
     for (int axis = last - 1; axis >= 0; --axis) {
       if (++index[axis] < layout.dims[axis]) break;
       index[axis] = 0;
     }
   }
+}
+
+// Calls fn(input_offset, input_stride, flat_offset, count, scale_offset) for
+// every span of elements along the last axis that share one scale cell, in
+// row-major order, over the outer rows [row_begin, row_end).
+template <class Fn>
+void for_each_span(const CellLayout& layout, int64_t row_begin, int64_t row_end, Fn fn) {
+  if (layout.dims.empty()) {
+    if (row_begin < row_end) fn(int64_t{0}, int64_t{1}, int64_t{0}, int64_t{1}, int64_t{0});
+    return;
+  }
+  const int64_t inner = layout.dims.back();
+  const int64_t inner_stride = layout.input_strides.back();
+  const int64_t inner_divisor = layout.divisor.back();
+  const int64_t inner_scale_stride = layout.scale_stride.back();
+  for_each_row(layout, row_begin, row_end,
+               [&](int64_t input_offset, int64_t scale_offset, int64_t flat) {
+                 for (int64_t j0 = 0; j0 < inner; j0 += inner_divisor) {
+                   const int64_t count = std::min(inner_divisor, inner - j0);
+                   fn(input_offset + j0 * inner_stride, inner_stride, flat + j0, count,
+                      scale_offset + j0 / inner_divisor * inner_scale_stride);
+                 }
+               });
 }
 
 template <class Fn>
@@ -138,6 +154,31 @@ float load_input(const TensorView& input, int64_t offset) {
       return f16_to_f32(input.as<const uint16_t>()[offset]);
     default:
       return 0.0f;
+  }
+}
+
+// Elements offset + j * stride (j < count) of input as f32, with the dtype
+// switch outside the loop: load_input's switch per element made strided
+// spans (a weight's columns under per-channel scales) cost about 35
+// instructions an element more than the encoder itself (callgrind).
+template <class Code, class Convert>
+void gather_as(const TensorView& input, int64_t offset, int64_t stride, int64_t count, float* dst,
+               Convert convert) {
+  const Code* src = input.as<const Code>() + offset;
+  for (int64_t j = 0; j < count; ++j) dst[j] = convert(src[j * stride]);
+}
+
+void gather_input(const TensorView& input, int64_t offset, int64_t stride, int64_t count,
+                  float* dst) {
+  switch (input.dtype) {
+    case DType::kF32:
+      return gather_as<float>(input, offset, stride, count, dst, [](float x) { return x; });
+    case DType::kBF16:
+      return gather_as<uint16_t>(input, offset, stride, count, dst, bf16_to_f32);
+    case DType::kF16:
+      return gather_as<uint16_t>(input, offset, stride, count, dst, f16_to_f32);
+    default:  // check_input admits only the three above
+      std::fill(dst, dst + count, 0.0f);
   }
 }
 
@@ -190,11 +231,31 @@ core::EncodeSpanFn encoder_of(const core::DTypeTraits& codes) {
   return fast ? fast : codes.encode_span;
 }
 
+constexpr int64_t kChunk = 256;  // f32 staging of inputs that are not contiguous f32
+
+// Calls fn(x, j0, width) over the elements offset + j * stride (j < count)
+// in chunks of at most kChunk, x pointing at them as f32: the input itself
+// where it is contiguous f32, else a gathered copy.
+template <class Fn>
+void for_each_f32_chunk(const TensorView& input, int64_t offset, int64_t stride, int64_t count,
+                        Fn fn) {
+  const bool direct = input.dtype == DType::kF32 && stride == 1;
+  float chunk[kChunk];
+  for (int64_t j0 = 0; j0 < count; j0 += kChunk) {
+    const int64_t width = std::min(kChunk, count - j0);
+    if (direct) {
+      fn(input.as<const float>() + offset + j0, j0, width);
+    } else {
+      gather_input(input, offset + j0 * stride, stride, width, chunk);
+      fn(static_cast<const float*>(chunk), j0, width);
+    }
+  }
+}
+
 // Codes of one span (input elements offset + j * stride) with one scale:
 // codes first + j of `out` for j < count (by element, not byte: sub-byte
-// codes share bytes). Contiguous f32 spans go to the encoder as they
-// are; other inputs are read into f32 chunks first (encoding is per
-// element, so the chunking changes no bit).
+// codes share bytes). Contiguous f32 spans go to the encoder whole; other
+// inputs in f32 chunks (encoding is per element: chunking changes no bit).
 void encode_span(const TensorView& input, const core::DTypeTraits& codes, int64_t offset,
                  int64_t stride, int64_t count, float scale, void* out, int64_t first) {
   const core::EncodeSpanFn encode = encoder_of(codes);
@@ -202,13 +263,9 @@ void encode_span(const TensorView& input, const core::DTypeTraits& codes, int64_
     encode(input.as<const float>() + offset, count, scale, out, first);
     return;
   }
-  constexpr int64_t kChunk = 256;
-  float chunk[kChunk];
-  for (int64_t j0 = 0; j0 < count; j0 += kChunk) {
-    const int64_t width = std::min(kChunk, count - j0);
-    for (int64_t j = 0; j < width; ++j) chunk[j] = load_input(input, offset + (j0 + j) * stride);
-    encode(chunk, width, scale, out, first + j0);
-  }
+  for_each_f32_chunk(input, offset, stride, count, [&](const float* x, int64_t j0, int64_t width) {
+    encode(x, width, scale, out, first + j0);
+  });
 }
 
 void check_input(const TensorView& input, const std::string& argument) {
@@ -290,6 +347,55 @@ QuantizedTensor quantize(const TensorView& input, QuantType type, const Granular
     encode_span(input, codes, offset, stride, count, scales[cell], out, flat);
   };
 
+  // Rows whose last axis keeps its scale. Maxima over bit patterns as in
+  // absmax_bits (NaN above inf); false when an element is not finite.
+  const int64_t inner = input.rank() > 0 ? input.shape.back() : 1;
+  const int64_t inner_stride = input.rank() > 0 ? layout.input_strides.back() : 1;
+  const int64_t inner_scale_stride = input.rank() > 0 ? layout.scale_stride.back() : 0;
+  const bool per_element_rows = !split_maxima && input.rank() > 0 && layout.divisor.back() == 1 &&
+                                inner > 1 && inner_scale_stride != 0;
+  auto row_maxima = [&] {
+    std::vector<uint32_t> largest(static_cast<size_t>(result.scales.numel()), 0u);
+    for_each_row(layout, 0, rows, [&](int64_t offset, int64_t cell, int64_t) {
+      for_each_f32_chunk(input, offset, inner_stride, inner,
+                         [&](const float* x, int64_t j0, int64_t width) {
+                           uint32_t* row = largest.data() + cell + j0 * inner_scale_stride;
+                           for (int64_t j = 0; j < width; ++j) {
+                             uint32_t bits;
+                             std::memcpy(&bits, x + j, sizeof(bits));
+                             bits &= 0x7fffffffu;
+                             uint32_t& slot = row[j * inner_scale_stride];
+                             slot = bits > slot ? bits : slot;
+                           }
+                         });
+    });
+    constexpr uint32_t kLargestFinite = 0x7f7fffffu;
+    bool finite = true;
+    for (size_t i = 0; i < largest.size(); ++i) {
+      finite &= largest[i] <= kLargestFinite;
+      float absmax;
+      std::memcpy(&absmax, &largest[i], sizeof(absmax));
+      scales[i] = scale_of(absmax);
+    }
+    return finite;
+  };
+  // Dividing by each element's scale here and encoding with divisor 1 gives
+  // the codes encode_span gives: encoders encode x / divisor, and x / 1 is x.
+  const core::EncodeSpanFn encode_codes = encoder_of(codes);
+  auto encode_rows = [&](int64_t row_begin, int64_t row_end) {
+    for_each_row(layout, row_begin, row_end, [&](int64_t offset, int64_t cell, int64_t flat) {
+      for_each_f32_chunk(input, offset, inner_stride, inner,
+                         [&](const float* x, int64_t j0, int64_t width) {
+                           const float* scale = scales + cell + j0 * inner_scale_stride;
+                           float scaled[kChunk];
+                           for (int64_t j = 0; j < width; ++j) {
+                             scaled[j] = x[j] / scale[j * inner_scale_stride];
+                           }
+                           encode_codes(scaled, width, 1.0f, out, flat + j0);
+                         });
+    });
+  };
+
 #pragma omp parallel num_threads(team)
   {
     const int t = omp_get_thread_num();
@@ -320,6 +426,22 @@ QuantizedTensor quantize(const TensorView& input, QuantType type, const Granular
                       scales[cell] = scale_of(absmax);
                       encode(offset, stride, flat, count, cell);
                     });
+    } else if (per_element_rows) {
+      // Cells span rows and the last axis keeps its scale (a weight's
+      // columns under channel or block scales): every span is one element,
+      // so whole rows are walked instead, the cell changing per element.
+#pragma omp single
+      {
+        failed = !row_maxima();
+        if (failed) {  // the first non-finite element, for the error
+          for_each_span(layout, 0, rows,
+                        [&](int64_t offset, int64_t stride, int64_t flat, int64_t count,
+                            int64_t) {
+                          if (bad == kNone) span_absmax(offset, stride, flat, count, 0.0f, &bad);
+                        });
+        }
+      }  // (the single's barrier: every thread sees the scales and `failed`)
+      if (!failed) encode_rows(begin, end);
     } else {
       // Cells span rows: one thread finds the maxima (in the scale buffer,
       // zero from the Tensor), then all encode.

@@ -314,6 +314,22 @@ TEST(Quantize, DynamicCalibrationRefusesNonFiniteInputs) {
       EXPECT_NE(std::string(error.what()).find("element 4"), std::string::npos);
     }
   }
+  // The same with scales along the last axis (rows walked whole, one cell
+  // per element) and across it: the first bad element is named either way.
+  for (float bad : {NAN, INFINITY}) {
+    Tensor x = random_normal({3, 5}, 2);
+    x.as<float>()[7] = bad;
+    x.as<float>()[12] = bad;
+    for (const Granularity& g : {Granularity::channel({1}), Granularity::channel({1}, 0, 2)}) {
+      try {
+        quantize(x, QuantType::kInt8, g);
+        ADD_FAILURE() << "accepted " << bad << " with " << g.to_string();
+      } catch (const Error& error) {
+        EXPECT_NE(std::string(error.what()).find("element 7"), std::string::npos)
+            << error.what();
+      }
+    }
+  }
   Tensor nan(DType::kF32, {1});
   nan.as<float>()[0] = NAN;
   EXPECT_THROW(quantize(nan, QuantType::kInt8, Granularity::per_tensor(), 1.0f), Error);
@@ -346,6 +362,40 @@ TEST(Quantize, StridedAndBf16InputsMatchContiguousF32) {
   QuantizedTensor c = quantize(bf16, QuantType::kInt8, g);
   QuantizedTensor d = quantize(rounded, QuantType::kInt8, g);
   EXPECT_EQ(std::memcmp(c.values.data(), d.values.data(), c.values.nbytes()), 0);
+}
+
+// Scales along the last axis (a weight's columns: rows walked whole, the
+// cell changing per element) give, bit for bit, the codes and scales that
+// the same cells give as rows of the transpose (one span per cell), for
+// every type, with a zero column and a dominant value.
+TEST(Quantize, ColumnScalesMatchRowScalesOfTheTranspose) {
+  const int64_t rows = 70, cols = 33;
+  Tensor x = random_normal({rows, cols}, 5, 3.0f);
+  for (int64_t i = 0; i < rows; ++i) x.as<float>()[i * cols + 4] = 0.0f;
+  x.as<float>()[9 * cols + 20] = -700.0f;
+  // Column 7's int8 scale is 889 / 127 = 7 and its values are 7 (k + 0.5):
+  // x / 7 is a tie that rounds to even, where x * (1 / 7) often is not one
+  // in f32; codes are defined as encode(x / scale).
+  for (int64_t i = 0; i < rows; ++i) x.as<float>()[i * cols + 7] = 7.0f * (i % 60 + 0.5f);
+  x.as<float>()[7] = 889.0f;
+  Tensor transpose(DType::kF32, {cols, rows});
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) transpose.as<float>()[j * rows + i] = x.as<float>()[i * cols + j];
+  }
+  for (QuantType type : {QuantType::kInt8, QuantType::kFp8E4M3, QuantType::kFp8E5M2}) {
+    const QuantizedTensor columns = quantize(x, type, Granularity::channel({1}));
+    const QuantizedTensor by_rows = quantize(transpose, type, Granularity::channel({0}));
+    ASSERT_EQ(columns.scales.nbytes(), by_rows.scales.nbytes());
+    EXPECT_EQ(std::memcmp(columns.scales.data(), by_rows.scales.data(), columns.scales.nbytes()), 0)
+        << quant_type_name(type);
+    const auto* a = static_cast<const uint8_t*>(columns.values.data());
+    const auto* b = static_cast<const uint8_t*>(by_rows.values.data());
+    int mismatches = 0;
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < cols; ++j) mismatches += a[i * cols + j] != b[j * rows + i];
+    }
+    EXPECT_EQ(mismatches, 0) << quant_type_name(type);
+  }
 }
 
 TEST(Quantize, RefusesBadArguments) {
