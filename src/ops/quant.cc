@@ -189,16 +189,21 @@ void gather_input(const TensorView& input, int64_t offset, int64_t stride, int64
 #define RAGGEMM_QUANT_CLONES
 #endif
 
-// Largest |x| of a span, as a max over bit patterns: for non-negative floats
-// the integer order is the float order, and NaN (above inf) comes out as NaN
-// instead of being skipped by a float compare. Integer max vectorizes.
+// |x| as its bit pattern: for non-negative floats the integer order is the
+// float order, and NaN (above inf) stays largest instead of being skipped
+// by a float compare. Integer max vectorizes.
+inline uint32_t magnitude_bits(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof(bits));
+  return bits & 0x7fffffffu;
+}
+
+// Largest |x| of a span from `start`, as a max over magnitude_bits.
 RAGGEMM_QUANT_CLONES float absmax_bits(const float* src, int64_t count, float start) {
   uint32_t largest;
   std::memcpy(&largest, &start, sizeof(largest));
   for (int64_t j = 0; j < count; ++j) {
-    uint32_t bits;
-    std::memcpy(&bits, src + j, sizeof(bits));
-    bits &= 0x7fffffffu;
+    const uint32_t bits = magnitude_bits(src[j]);
     largest = bits > largest ? bits : largest;
   }
   float result;
@@ -320,17 +325,10 @@ QuantizedTensor quantize(const TensorView& input, QuantType type, const Granular
   auto span_absmax = [&](int64_t offset, int64_t stride, int64_t flat, int64_t count, float start,
                          int64_t* bad) {
     float absmax = start;
-    bool finite = true;
-    if (input.dtype == DType::kF32 && stride == 1) {  // the vectorizable common case
-      absmax = absmax_bits(input.as<const float>() + offset, count, absmax);
-      finite = absmax <= std::numeric_limits<float>::max();  // false for inf and NaN
-    } else {
-      for (int64_t j = 0; j < count; ++j) {
-        const float magnitude = std::fabs(load_input(input, offset + j * stride));
-        finite &= magnitude <= std::numeric_limits<float>::max();
-        absmax = magnitude > absmax ? magnitude : absmax;
-      }
-    }
+    for_each_f32_chunk(input, offset, stride, count, [&](const float* x, int64_t, int64_t width) {
+      absmax = absmax_bits(x, width, absmax);
+    });
+    const bool finite = absmax <= std::numeric_limits<float>::max();  // false for inf and NaN
     if (!finite) {
       for (int64_t j = 0; j < count && *bad == kNone; ++j) {
         if (!std::isfinite(load_input(input, offset + j * stride))) *bad = flat + j;
@@ -347,8 +345,8 @@ QuantizedTensor quantize(const TensorView& input, QuantType type, const Granular
     encode_span(input, codes, offset, stride, count, scales[cell], out, flat);
   };
 
-  // Rows whose last axis keeps its scale. Maxima over bit patterns as in
-  // absmax_bits (NaN above inf); false when an element is not finite.
+  // Rows whose last axis keeps its scale. Maxima over magnitude_bits, per
+  // element's cell; false when an element is not finite.
   const int64_t inner = input.rank() > 0 ? input.shape.back() : 1;
   const int64_t inner_stride = input.rank() > 0 ? layout.input_strides.back() : 1;
   const int64_t inner_scale_stride = input.rank() > 0 ? layout.scale_stride.back() : 0;
@@ -361,9 +359,7 @@ QuantizedTensor quantize(const TensorView& input, QuantType type, const Granular
                          [&](const float* x, int64_t j0, int64_t width) {
                            uint32_t* row = largest.data() + cell + j0 * inner_scale_stride;
                            for (int64_t j = 0; j < width; ++j) {
-                             uint32_t bits;
-                             std::memcpy(&bits, x + j, sizeof(bits));
-                             bits &= 0x7fffffffu;
+                             const uint32_t bits = magnitude_bits(x[j]);
                              uint32_t& slot = row[j * inner_scale_stride];
                              slot = bits > slot ? bits : slot;
                            }

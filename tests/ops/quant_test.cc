@@ -314,6 +314,17 @@ TEST(Quantize, DynamicCalibrationRefusesNonFiniteInputs) {
       EXPECT_NE(std::string(error.what()).find("element 4"), std::string::npos);
     }
   }
+  // bf16 inputs are read through f32 chunks: the same element is named.
+  for (float bad : {NAN, INFINITY}) {
+    Tensor x(DType::kBF16, {2, 3});
+    x.as<uint16_t>()[4] = f32_to_bf16(bad);
+    try {
+      quantize(x, QuantType::kFp8E4M3, Granularity::channel({0}));
+      ADD_FAILURE() << "accepted bf16 " << bad;
+    } catch (const Error& error) {
+      EXPECT_NE(std::string(error.what()).find("element 4"), std::string::npos) << error.what();
+    }
+  }
   // The same with scales along the last axis (rows walked whole, one cell
   // per element) and across it: the first bad element is named either way.
   for (float bad : {NAN, INFINITY}) {
