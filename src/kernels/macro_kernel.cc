@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kernels/row_panels.h"
+
 namespace raggemm::kernels {
 namespace {
 
@@ -25,22 +27,23 @@ void macro_kernel(const Microkernel& uk, int64_t kc, const float* a_packed, int6
   const Store store = accumulate      ? Store::kAccumulate
                       : stream_stores ? Store::kStream
                                       : Store::kOverwrite;
+  const RowPanels split = row_panels(rows, uk.mr);  // how pack_a dealt the rows
   if (store == Store::kStream && kc <= kRowBandMaxDepth) {
     // Streamed C with a short contraction (a tgmm group of a few tokens) is
     // bound by its stores, not by B's reuse: tiles go along the rows, so the
     // stores fill MR rows left to right instead of walking down an NR-wide
     // strip of rows N floats apart (one core: 31-33 GB/s against 23).
-    for (int64_t i = 0; i < rows; i += uk.mr) {
-      const int height = static_cast<int>(std::min<int64_t>(uk.mr, rows - i));
+    for (int64_t panel = 0; panel < split.count; ++panel) {
+      const int64_t i = split.first_row(panel);
       for (int64_t j = 0; j < cols; j += uk.nr) {
         const int width = static_cast<int>(std::min<int64_t>(uk.nr, cols - j));
-        uk.run(kc, a_packed + i * kc, b_packed + (j / uk.nr) * uk.nr * kc, c + i * ldc + j, ldc,
-               height, width, store, nullptr, nullptr);
+        uk.run(kc, a_packed + panel * uk.mr * kc, b_packed + (j / uk.nr) * uk.nr * kc,
+               c + i * ldc + j, ldc, split.rows(panel), width, store, nullptr, nullptr);
       }
     }
     return;
   }
-  const int64_t a_panels = (rows + uk.mr - 1) / uk.mr;
+  const int64_t a_panels = split.count;
   const int64_t b_panels = (cols + uk.nr - 1) / uk.nr;
   PrefetchStream stream = next.start;
   stream.lines_per_step = stream_lines_per_step(next.lines, a_panels * b_panels * kc);
@@ -51,8 +54,8 @@ void macro_kernel(const Microkernel& uk, int64_t kc, const float* a_packed, int6
     const float* b = b_packed + (j / uk.nr) * uk.nr * kc;
     const int width = static_cast<int>(std::min<int64_t>(uk.nr, cols - j));
     for (int64_t panel = 0; panel < a_panels; ++panel) {
-      const int64_t i = panel * uk.mr;
-      const int height = static_cast<int>(std::min<int64_t>(uk.mr, rows - i));
+      const int64_t i = split.first_row(panel);
+      const int height = split.rows(panel);
       const float* prefetch = nullptr;
       if (prefetch_depth > 0 && panel + prefetch_depth < a_panels) {
         prefetch = a_packed + (panel + prefetch_depth) * uk.mr * kc;

@@ -6,6 +6,7 @@
 #include "kernels/decode.h"
 #include "kernels/decode_fp8.h"
 #include "kernels/interleave.h"
+#include "kernels/row_panels.h"
 #include "kernels/widen.h"
 #include "kernels/workspace.h"
 
@@ -47,24 +48,42 @@ bool fp8_rows_decode_in_place(const Operand& src) {
 // spilled to L2, and bf16 dlhs ran at 0.87x f32).
 constexpr int64_t kDecodeDepthChunk = 256;
 
-void pack_row_panels(const Operand& src, int64_t r, int64_t rows, int64_t c0, int64_t kc,
+// B's column panels: full panels of `width`, then the remainder.
+struct FullPanels {
+  int64_t count = 0;
+  int64_t total = 0;
+  int width = 1;
+  int64_t first_row(int64_t panel) const { return panel * width; }
+  int rows(int64_t panel) const {
+    return static_cast<int>(std::min<int64_t>(width, total - panel * width));
+  }
+};
+
+FullPanels full_panels(int64_t total, int width) {
+  return {(total + width - 1) / width, total, width};
+}
+
+// Panel p holds split.rows(p) rows from split.first_row(p) on, in a slot of
+// `width` rows (RowPanels for A, FullPanels for B).
+template <class Split>
+void pack_row_panels(const Operand& src, int64_t r, const Split& split, int64_t c0, int64_t kc,
                      int width, float* dst) {
   const bool plain_f32 = src.dtype == DType::kF32 && !src.scale.data;
   const bool plain_bf16 = src.dtype == DType::kBF16 && !src.scale.data;
   const int64_t chunk = plain_f32 ? std::max<int64_t>(kc, 1) : kDecodeDepthChunk;
-  for (int64_t panel = 0; panel * width < rows; ++panel) {
-    const int height = static_cast<int>(std::min<int64_t>(width, rows - panel * width));
+  for (int64_t panel = 0; panel < split.count; ++panel) {
+    const int height = split.rows(panel);
+    const int64_t first = r + split.first_row(panel);
     float* panel_dst = dst + panel * width * kc;
     if (plain_bf16) {
-      const uint16_t* rows_bf16 =
-          static_cast<const uint16_t*>(src.data) + (r + panel * width) * src.ld + c0;
+      const uint16_t* rows_bf16 = static_cast<const uint16_t*>(src.data) + first * src.ld + c0;
       interleave_rows_bf16(rows_bf16, src.ld, height, kc, width, panel_dst);
       continue;
     }
     for (int64_t d = 0; d < kc; d += chunk) {
       const int64_t depth = std::min(chunk, kc - d);
       int64_t ld = 0;
-      const float* block = f32_rows(src, r + panel * width, height, c0 + d, depth, &ld);
+      const float* block = f32_rows(src, first, height, c0 + d, depth, &ld);
       interleave_rows(block, ld, height, depth, width, panel_dst + d * width);
     }
   }
@@ -74,7 +93,7 @@ void pack_row_panels(const Operand& src, int64_t r, int64_t rows, int64_t c0, in
 
 void pack_a(const Operand& src, int64_t r0, int64_t rows, int64_t k0, int64_t kc, int mr,
             float* dst) {
-  pack_row_panels(src, r0, rows, k0, kc, mr, dst);
+  pack_row_panels(src, r0, row_panels(rows, mr), k0, kc, mr, dst);
 }
 
 // Each token row's run of `rows` values goes straight into the panels, mr
@@ -83,20 +102,21 @@ void pack_a(const Operand& src, int64_t r0, int64_t rows, int64_t k0, int64_t kc
 // as much as the panel writes themselves).
 void pack_a_transposed(const Operand& src, int64_t t0, int64_t kc, int64_t c0, int64_t rows,
                        int64_t valid_begin, int64_t valid_end, int mr, float* dst) {
-  const int64_t panels = (rows + mr - 1) / mr;
+  const RowPanels split = row_panels(rows, mr);
   const bool plain_f32 = src.dtype == DType::kF32 && !src.scale.data;
   for (int64_t p = 0; p < kc; ++p) {
     const int64_t t = t0 + p;
     const bool valid = t >= valid_begin && t < valid_end;
     const float* row = plain_f32 && valid ? static_cast<const float*>(src.data) + t * src.ld + c0
                                           : nullptr;
-    for (int64_t panel = 0; panel < panels; ++panel) {
+    for (int64_t panel = 0; panel < split.count; ++panel) {
       float* out = dst + panel * mr * kc + p * mr;
-      const int64_t count = valid ? std::min<int64_t>(mr, rows - panel * mr) : 0;
+      const int64_t first = split.first_row(panel);
+      const int64_t count = valid ? split.rows(panel) : 0;
       if (row) {
-        std::memcpy(out, row + panel * mr, sizeof(float) * count);
+        std::memcpy(out, row + first, sizeof(float) * count);
       } else if (count > 0) {
-        decode_span(src, t, c0 + panel * mr, count, out, 1);
+        decode_span(src, t, c0 + first, count, out, 1);
       }
       std::fill(out + count, out + mr, 0.0f);
     }
@@ -159,7 +179,7 @@ void pack_b(const Operand& src, bool transposed, int64_t k0, int64_t kc, int64_t
     return;
   }
   // Transposed source: each source row is one packed column j.
-  pack_row_panels(src, n0, cols, k0, kc, nr, dst);
+  pack_row_panels(src, n0, full_panels(cols, nr), k0, kc, nr, dst);
 }
 
 }  // namespace raggemm::kernels

@@ -24,6 +24,7 @@
 #include "kernels/decode.h"
 #include "kernels/microkernel.h"
 #include "kernels/pack.h"
+#include "kernels/row_panels.h"
 #include "kernels/widen.h"
 #include "raggemm/dtype.h"
 #include "raggemm/fp8.h"
@@ -225,10 +226,77 @@ TEST(DecodeContract, WidenBf16EveryCountAndPanelEveryTarget) {
   });
 }
 
-// Element (i, p) of panels of `width` (pack_a/pack_b layout): panel i / width,
+// Element (i, p) of panels of `width` (pack_b layout): panel i / width,
 // then dst[panel * width * depth + p * width + i % width].
 float panel_at(const std::vector<float>& dst, int width, int64_t depth, int64_t i, int64_t p) {
   return dst[static_cast<size_t>((i / width) * width * depth + p * width + i % width)];
+}
+
+// Slot (panel, row within the panel) of pack_a's rows dealt evenly
+// (kernels/row_panels.h), written out here without RowPanels: ceil(rows / mr)
+// panels, the first rows % panels of them one row taller.
+struct ASlot {
+  int64_t panel, row;
+};
+std::vector<ASlot> even_slots(int64_t rows, int mr) {
+  std::vector<ASlot> slots;
+  const int64_t panels = (rows + mr - 1) / mr;
+  for (int64_t panel = 0; panel < panels; ++panel) {
+    const int64_t height = rows / panels + (panel < rows % panels ? 1 : 0);
+    for (int64_t r = 0; r < height; ++r) slots.push_back({panel, r});
+  }
+  return slots;
+}
+
+// Element (panel, slot row, p) of pack_a's layout.
+float a_slot_at(const std::vector<float>& dst, int mr, int64_t depth, int64_t panel, int64_t row,
+                int64_t p) {
+  return dst[static_cast<size_t>(panel * mr * depth + p * mr + row)];
+}
+
+// Every slot of a panel past its rows is zero.
+void expect_padding_zero(const std::vector<float>& dst, const std::vector<ASlot>& slots, int mr,
+                         int64_t kc) {
+  const int64_t panels = slots.back().panel + 1;
+  for (int64_t panel = 0; panel < panels; ++panel) {
+    int64_t height = 0;
+    for (const ASlot& slot : slots) height += slot.panel == panel ? 1 : 0;
+    for (int64_t row = height; row < mr; ++row) {
+      for (int64_t p = 0; p < kc; ++p) {
+        ASSERT_EQ(a_slot_at(dst, mr, kc, panel, row, p), 0.0f)
+            << "padding row " << row << " of panel " << panel;
+      }
+    }
+  }
+}
+
+TEST(PackContract, ARowsDealtEvenlyOverThePanels) {
+  // 32 rows at MR 6: 6, 6, 5, 5, 5, 5 (not five full panels and a 2-row one).
+  const std::vector<ASlot> s32 = even_slots(32, 6);
+  ASSERT_EQ(s32.size(), 32u);
+  EXPECT_EQ(s32[11].panel, 1);
+  EXPECT_EQ(s32[12].panel, 2);
+  EXPECT_EQ(s32[31].panel, 5);
+  EXPECT_EQ(s32[31].row, 4);
+  const RowPanels split = row_panels(32, 6);
+  EXPECT_EQ(split.count, 6);
+  for (int64_t panel = 0; panel < split.count; ++panel) {
+    EXPECT_EQ(split.rows(panel), panel < 2 ? 6 : 5) << panel;
+  }
+  for (int64_t rows = 1; rows <= 60; ++rows) {
+    for (int mr : {6, 12}) {
+      const RowPanels r = row_panels(rows, mr);
+      const std::vector<ASlot> slots = even_slots(rows, mr);
+      ASSERT_EQ(r.count, slots.back().panel + 1) << rows << " " << mr;
+      for (int64_t i = 0; i < rows; ++i) {
+        const ASlot& slot = slots[static_cast<size_t>(i)];
+        ASSERT_GE(i, r.first_row(slot.panel));
+        ASSERT_EQ(i - r.first_row(slot.panel), slot.row) << rows << " " << mr << " " << i;
+        ASSERT_LE(r.rows(slot.panel), mr);
+      }
+    }
+  }
+  EXPECT_EQ(row_panels(0, 6).count, 0);
 }
 
 TEST(PackContract, PackAEveryDtypeEveryScaleLayoutEveryTarget) {
@@ -244,18 +312,17 @@ TEST(PackContract, PackAEveryDtypeEveryScaleLayoutEveryTarget) {
               const int64_t size = packed_size(rows, kc, mr);
               std::vector<float> dst(static_cast<size_t>(size + 1), kSentinel);
               pack_a(s.op, r0, rows, k0, kc, mr, dst.data());
-              for (int64_t i = 0; i < (rows + mr - 1) / mr * mr; ++i) {
+              const std::vector<ASlot> slots = even_slots(rows, mr);
+              for (int64_t i = 0; i < rows; ++i) {
+                const ASlot& slot = slots[static_cast<size_t>(i)];
                 for (int64_t p = 0; p < kc; ++p) {
-                  const float got = panel_at(dst, mr, kc, i, p);
-                  if (i < rows) {
-                    ASSERT_EQ(bits(got), bits(s.value(r0 + i, k0 + p)))
-                        << dtype_name(dtype) << " " << layout_name(layout) << " mr " << mr
-                        << " rows " << rows << " kc " << kc << " (" << i << "," << p << ")";
-                  } else {
-                    ASSERT_EQ(got, 0.0f) << "padding row " << i;
-                  }
+                  ASSERT_EQ(bits(a_slot_at(dst, mr, kc, slot.panel, slot.row, p)),
+                            bits(s.value(r0 + i, k0 + p)))
+                      << dtype_name(dtype) << " " << layout_name(layout) << " mr " << mr
+                      << " rows " << rows << " kc " << kc << " (" << i << "," << p << ")";
                 }
               }
+              expect_padding_zero(dst, slots, mr, kc);
               ASSERT_EQ(dst.back(), kSentinel) << "wrote past the packed size";
             }
           }
@@ -276,15 +343,18 @@ TEST(PackContract, PackATransposedMasksTokensEveryTarget) {
         const int64_t valid_begin = 9, valid_end = 60;
         std::vector<float> dst(static_cast<size_t>(packed_size(rows, kc, mr) + 1), kSentinel);
         pack_a_transposed(s.op, t0, kc, c0, rows, valid_begin, valid_end, mr, dst.data());
-        for (int64_t i = 0; i < (rows + mr - 1) / mr * mr; ++i) {
+        const std::vector<ASlot> slots = even_slots(rows, mr);
+        for (int64_t i = 0; i < rows; ++i) {
+          const ASlot& slot = slots[static_cast<size_t>(i)];
           for (int64_t p = 0; p < kc; ++p) {
             const int64_t t = t0 + p;
-            const bool valid = i < rows && t >= valid_begin && t < valid_end;
-            const float got = panel_at(dst, mr, kc, i, p);
+            const bool valid = t >= valid_begin && t < valid_end;
+            const float got = a_slot_at(dst, mr, kc, slot.panel, slot.row, p);
             ASSERT_EQ(bits(got), bits(valid ? s.value(t, c0 + i) : 0.0f))
                 << dtype_name(dtype) << " " << layout_name(layout) << " (" << i << "," << p << ")";
           }
         }
+        expect_padding_zero(dst, slots, mr, kc);
         ASSERT_EQ(dst.back(), kSentinel);
       }
     }
