@@ -23,7 +23,8 @@ int stream_lines_per_step(int64_t lines, int64_t steps) {
 
 void macro_kernel(const Microkernel& uk, int64_t kc, const float* a_packed, int64_t rows,
                   const float* b_packed, int64_t cols, float* c, int64_t ldc, bool accumulate,
-                  int prefetch_depth, const NextSource& next, bool stream_stores) {
+                  int prefetch_depth, const NextSource& next, bool stream_stores,
+                  const BSource& b_source) {
   const Store store = accumulate      ? Store::kAccumulate
                       : stream_stores ? Store::kStream
                                       : Store::kOverwrite;
@@ -37,8 +38,16 @@ void macro_kernel(const Microkernel& uk, int64_t kc, const float* a_packed, int6
       const int64_t i = split.first_row(panel);
       for (int64_t j = 0; j < cols; j += uk.nr) {
         const int width = static_cast<int>(std::min<int64_t>(uk.nr, cols - j));
-        uk.run(kc, a_packed + panel * uk.mr * kc, b_packed + (j / uk.nr) * uk.nr * kc,
-               c + i * ldc + j, ldc, split.rows(panel), width, store, nullptr, nullptr);
+        const float* a = a_packed + panel * uk.mr * kc;
+        const float* b = b_packed + (j / uk.nr) * uk.nr * kc;
+        if (b_source.data && panel == 0) {
+          uk.run_packing_b(kc, a, b_source.data + j, b_source.ld,
+                           b_source.packed + (j / uk.nr) * uk.nr * kc, c + i * ldc + j, ldc,
+                           split.rows(panel), store, nullptr, nullptr);
+        } else {
+          uk.run(kc, a, b, c + i * ldc + j, ldc, split.rows(panel), width, store, nullptr,
+                 nullptr);
+        }
       }
     }
     return;
@@ -66,8 +75,14 @@ void macro_kernel(const Microkernel& uk, int64_t kc, const float* a_packed, int6
         call_stream = &stream;
         streamed += kc * stream.lines_per_step;
       }
-      uk.run(kc, a_packed + panel * uk.mr * kc, b, c + i * ldc + j, ldc, height, width,
-             store, prefetch, call_stream);
+      const float* a = a_packed + panel * uk.mr * kc;
+      if (b_source.data && panel == 0) {
+        uk.run_packing_b(kc, a, b_source.data + j, b_source.ld,
+                         b_source.packed + (j / uk.nr) * uk.nr * kc, c + i * ldc + j, ldc,
+                         height, store, prefetch, call_stream);
+      } else {
+        uk.run(kc, a, b, c + i * ldc + j, ldc, height, width, store, prefetch, call_stream);
+      }
     }
   }
 }

@@ -32,8 +32,20 @@ int stream_lines_per_step(int64_t lines, int64_t steps);
 // is written with streaming stores (see Store::kStream); with kc <= 16 the
 // tiles then go along the rows and neither prefetch applies (the stores
 // bound the call).
+// When set, B is not packed yet: the first A micro-panel's call on each B
+// micro-panel reads it from f32 rows (data[p * ld + j], j from the block's
+// first column) and writes it packed into `packed`, the macro kernel's
+// b_packed (Microkernel::run_packing_b); the later calls read that copy.
+// Needs cols a multiple of nr.
+struct BSource {
+  const float* data = nullptr;
+  int64_t ld = 0;
+  float* packed = nullptr;
+};
+
 void macro_kernel(const Microkernel& uk, int64_t kc, const float* a_packed, int64_t rows,
                   const float* b_packed, int64_t cols, float* c, int64_t ldc, bool accumulate,
-                  int prefetch_depth, const NextSource& next = {}, bool stream_stores = false);
+                  int prefetch_depth, const NextSource& next = {}, bool stream_stores = false,
+                  const BSource& b_source = {});
 
 }  // namespace raggemm::kernels

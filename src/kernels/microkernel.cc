@@ -24,10 +24,13 @@ constexpr int kMR = kMaxLanes >= 16 ? 12 : 6;
 
 // R rows computed (R <= kMR: narrower buckets for ragged last panels, so no
 // FMAs are wasted on padding rows); A advances kMR floats per step regardless.
-template <int R>
-HWY_NOINLINE void Tile(int64_t kc, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
-                       float* HWY_RESTRICT c, int64_t ldc, int cols, Store store,
-                       const float* prefetch, const PrefetchStream* stream) {
+// kPackB: B comes from its source rows (b, ldb floats apart) and is written
+// packed to b_packed as it is read (the PackingMicrokernelFn contract).
+template <int R, bool kPackB>
+HWY_INLINE void TileBody(int64_t kc, const float* HWY_RESTRICT a, const float* HWY_RESTRICT b,
+                         float* HWY_RESTRICT c, int64_t ldc, int cols, Store store,
+                         const float* prefetch, const PrefetchStream* stream, int64_t ldb,
+                         float* HWY_RESTRICT b_packed) {
   const DF d;
   using V = hn::Vec<DF>;
   const size_t N = hn::Lanes(d);
@@ -53,8 +56,16 @@ HWY_NOINLINE void Tile(int64_t kc, const float* HWY_RESTRICT a, const float* HWY
                            0, 2);
       }
     }
-    const V b0 = hn::Load(d, b + p * 2 * N);
-    const V b1 = hn::Load(d, b + p * 2 * N + N);
+    V b0, b1;
+    if constexpr (kPackB) {
+      b0 = hn::LoadU(d, b + p * ldb);
+      b1 = hn::LoadU(d, b + p * ldb + N);
+      hn::Store(b0, d, b_packed + p * 2 * N);
+      hn::Store(b1, d, b_packed + p * 2 * N + N);
+    } else {
+      b0 = hn::Load(d, b + p * 2 * N);
+      b1 = hn::Load(d, b + p * 2 * N + N);
+    }
     const float* ap = a + p * kMR;
 #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
@@ -93,6 +104,12 @@ HWY_NOINLINE void Tile(int64_t kc, const float* HWY_RESTRICT a, const float* HWY
   }
 }
 
+template <int R>
+HWY_NOINLINE void Tile(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int cols,
+                       Store store, const float* prefetch, const PrefetchStream* stream) {
+  TileBody<R, false>(kc, a, b, c, ldc, cols, store, prefetch, stream, 0, nullptr);
+}
+
 void Run(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int rows, int cols,
          Store store, const float* prefetch, const PrefetchStream* stream) {
   using Fn = void (*)(int64_t, const float*, const float*, float*, int64_t, int, Store,
@@ -109,6 +126,33 @@ void Run(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int 
   }
 }
 
+template <int R>
+HWY_NOINLINE void PackingTile(int64_t kc, const float* a, const float* b_src, int64_t ldb,
+                              float* b_packed, float* c, int64_t ldc, Store store,
+                              const float* prefetch, const PrefetchStream* stream) {
+  TileBody<R, true>(kc, a, b_src, c, ldc, static_cast<int>(2 * hn::Lanes(DF())), store, prefetch,
+                    stream, ldb, b_packed);
+}
+
+void RunPackingB(int64_t kc, const float* a, const float* b_src, int64_t ldb, float* b_packed,
+                 float* c, int64_t ldc, int rows, Store store, const float* prefetch,
+                 const PrefetchStream* stream) {
+  using Fn = void (*)(int64_t, const float*, const float*, int64_t, float*, float*, int64_t,
+                      Store, const float*, const PrefetchStream*);
+  if constexpr (kMR == 12) {
+    static constexpr Fn kByRows[] = {
+        nullptr,         &PackingTile<1>, &PackingTile<2>,  &PackingTile<3>,  &PackingTile<4>,
+        &PackingTile<5>, &PackingTile<6>, &PackingTile<7>,  &PackingTile<8>,  &PackingTile<9>,
+        &PackingTile<10>, &PackingTile<11>, &PackingTile<12>};
+    kByRows[rows](kc, a, b_src, ldb, b_packed, c, ldc, store, prefetch, stream);
+  } else {
+    static constexpr Fn kByRows[] = {nullptr,         &PackingTile<1>, &PackingTile<2>,
+                                     &PackingTile<3>, &PackingTile<4>, &PackingTile<5>,
+                                     &PackingTile<6>};
+    kByRows[rows](kc, a, b_src, ldb, b_packed, c, ldc, store, prefetch, stream);
+  }
+}
+
 Microkernel Describe() {
   const DF d;
   Microkernel kernel;
@@ -116,6 +160,7 @@ Microkernel Describe() {
   kernel.nr = static_cast<int>(2 * hn::Lanes(d));
   kernel.target = hwy::TargetName(HWY_TARGET);
   kernel.run = &Run;
+  kernel.run_packing_b = &RunPackingB;
   return kernel;
 }
 

@@ -46,11 +46,25 @@ using MicrokernelFn = void (*)(int64_t kc, const float* a, const float* b, float
                                int64_t ldc, int rows, int cols, Store store,
                                const float* prefetch, const PrefetchStream* stream);
 
+// The same product for a full-width B micro-panel (cols == nr) read from its
+// f32 source rows, b_src[p * ldb + j], which it also writes packed,
+// b_packed[p * nr + j] (64-byte aligned), as pack_b would: the first A
+// micro-panel of a freshly loaded B micro-panel packs it while its FMAs run,
+// and the later A micro-panels read the packed copy from L1 (the separate
+// pack_b pass before them ran with no FMA in flight: a quarter of the time
+// of a 32-row group's item with its B in L3). Same results, bit for bit, as
+// packing first and calling run.
+using PackingMicrokernelFn = void (*)(int64_t kc, const float* a, const float* b_src,
+                                      int64_t ldb, float* b_packed, float* c, int64_t ldc,
+                                      int rows, Store store, const float* prefetch,
+                                      const PrefetchStream* stream);
+
 struct Microkernel {
   int mr = 0;              // rows of the register tile (A micro-panel height)
   int nr = 0;              // columns (B micro-panel width), a multiple of the vector
   const char* target = ""; // Highway target name, e.g. "AVX3", "AVX2", "EMU128"
   MicrokernelFn run = nullptr;
+  PackingMicrokernelFn run_packing_b = nullptr;
 };
 
 // The microkernel for the best target this CPU supports (honouring

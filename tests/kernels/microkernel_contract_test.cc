@@ -12,6 +12,7 @@
 #include <hwy/cache_control.h>
 #include <hwy/targets.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -112,6 +113,69 @@ TEST(MicrokernelContract, F32EveryTargetEveryEdgeEveryStore) {
     SCOPED_TRACE(uk.target);
     EXPECT_EQ(uk.nr % 2, 0);
     check_f32_kernel(uk, fused(bit));
+    ++tested;
+    if (::testing::Test::HasFatalFailure()) break;
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  EXPECT_GE(tested, 2);
+}
+
+// run_packing_b: B read from source rows (a row stride wider than NR, the
+// block starting off a vector boundary) gives C the bits run gives on the
+// packed panel, for every rows and store, and leaves exactly that panel in
+// b_packed (nothing past it written).
+void check_packing_kernel(const Microkernel& uk) {
+  ASSERT_NE(uk.run_packing_b, nullptr) << uk.target;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int64_t kc : {0, 1, 7, 64}) {
+    const int64_t ldb = 3 * uk.nr + 5, offset = 3;  // source not vector-aligned
+    std::vector<float> source(static_cast<size_t>(std::max<int64_t>(kc, 1) * ldb + offset));
+    for (float& x : source) x = normal(rng);
+    Aligned<float> packed_ref(static_cast<size_t>(kc * uk.nr) + 1);
+    for (int64_t p = 0; p < kc; ++p) {
+      for (int j = 0; j < uk.nr; ++j) {
+        packed_ref.data[p * uk.nr + j] = source[static_cast<size_t>(offset + p * ldb + j)];
+      }
+    }
+    for (int rows = 1; rows <= uk.mr; ++rows) {
+      Aligned<float> a(static_cast<size_t>(kc * uk.mr) + 1);
+      for (int64_t e = 0; e < kc * uk.mr; ++e) a.data[e] = normal(rng);
+      for (Store store : {Store::kOverwrite, Store::kAccumulate, Store::kStream}) {
+        const int64_t ldc = uk.nr + 5;
+        const size_t c_size = static_cast<size_t>((uk.mr + 1) * ldc);
+        Aligned<float> want(c_size), got(c_size);
+        for (size_t e = 0; e < c_size; ++e) want.data[e] = got.data[e] = normal(rng);
+        uk.run(kc, a.data, packed_ref.data, want.data, ldc, rows, uk.nr, store, nullptr, nullptr);
+        Aligned<float> packed(static_cast<size_t>(kc * uk.nr) + 1);
+        packed.data[kc * uk.nr] = kSentinel;
+        uk.run_packing_b(kc, a.data, source.data() + offset, ldb, packed.data, got.data, ldc, rows,
+                         store, nullptr, nullptr);
+        hwy::FlushStream();
+        for (size_t e = 0; e < c_size; ++e) {
+          ASSERT_EQ(bits(got.data[e]), bits(want.data[e]))
+              << uk.target << " C element " << e << " kc " << kc << " rows " << rows
+              << " store " << static_cast<int>(store);
+        }
+        for (int64_t e = 0; e < kc * uk.nr; ++e) {
+          ASSERT_EQ(bits(packed.data[e]), bits(packed_ref.data[e]))
+              << uk.target << " packed element " << e << " kc " << kc;
+        }
+        ASSERT_EQ(packed.data[kc * uk.nr], kSentinel) << "wrote past the packed panel";
+      }
+    }
+  }
+}
+
+TEST(MicrokernelContract, PackingBFromSourceRowsMatchesPackThenRunEveryTarget) {
+  const int64_t targets = microkernel_targets();
+  int tested = 0;
+  for (int64_t bit = 1; bit != 0 && bit <= targets; bit <<= 1) {
+    if (!(targets & bit)) continue;
+    hwy::SetSupportedTargetsForTest(bit);
+    const Microkernel uk = select_microkernel();
+    SCOPED_TRACE(uk.target);
+    check_packing_kernel(uk);
     ++tested;
     if (::testing::Test::HasFatalFailure()) break;
   }
