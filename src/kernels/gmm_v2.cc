@@ -28,9 +28,16 @@ namespace {
 // (512 KiB) pushed the A block out of L2. Same-run A/B, docs/performance.md.
 constexpr int64_t kL2ChunkShare = 8;
 
-int64_t b_chunk_cols(int64_t l2_bytes, int64_t kc, int nr) {
+// A chunk of a [K,N] weight is kc rows of `cols` columns, and the stream
+// that brings the next one in (b_chunk_source) covers rows of a power of two
+// lines only, so there the width is rounded down to nr times a power of
+// two: at K = 2048, N = 768 (tiles.k 304) the share gave 48 columns, 192
+// bytes a row, and no chunk was streamed in at all.
+int64_t b_chunk_cols(int64_t l2_bytes, int64_t kc, int nr, bool streamed_by_rows) {
   const int64_t cols = l2_bytes / kL2ChunkShare / (std::max<int64_t>(kc, 1) * sizeof(float));
-  return std::max<int64_t>(nr, cols / nr * nr);
+  const int64_t panels = std::max<int64_t>(1, cols / nr);
+  if (!streamed_by_rows) return panels * nr;
+  return (int64_t{1} << (63 - __builtin_clzll(static_cast<uint64_t>(panels)))) * nr;
 }
 
 // Where the chunk of B at (k0, c0) lies in the rhs source, for streaming it
@@ -231,7 +238,8 @@ void gmm_v2(const GmmProblem& p, const Schedule& s) {
     }
   }
   const Microkernel uk = select_microkernel();
-  const int64_t chunk_cols = b_chunk_cols(this_machine_model(s.threads).caches.l2, s.tiles.k, uk.nr);
+  const int64_t chunk_cols = b_chunk_cols(this_machine_model(s.threads).caches.l2, s.tiles.k,
+                                          uk.nr, /*streamed_by_rows=*/!p.transpose_rhs);
   const DriverItems d{p.starts, p.group_offset, p.local_groups, p.m, p.out_cols(),
                       s.tiles.m * kRowTilesPerItem, s.tiles.n, /*row_overhead=*/0};
   for_each_group_item(d, p.output(), s.threads,
