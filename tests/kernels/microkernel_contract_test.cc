@@ -103,7 +103,10 @@ void check_f32_kernel(const Microkernel& uk, bool fma) {
   }
 }
 
-TEST(MicrokernelContract, F32EveryTargetEveryEdgeEveryStore) {
+// check(uk, target) on the f32 microkernel of every Highway target this CPU
+// runs (at least two: the best one and the portable one).
+template <class Check>
+void on_every_f32_target(const Check& check) {
   const int64_t targets = microkernel_targets();
   int tested = 0;
   for (int64_t bit = 1; bit != 0 && bit <= targets; bit <<= 1) {
@@ -111,13 +114,19 @@ TEST(MicrokernelContract, F32EveryTargetEveryEdgeEveryStore) {
     hwy::SetSupportedTargetsForTest(bit);
     const Microkernel uk = select_microkernel();
     SCOPED_TRACE(uk.target);
-    EXPECT_EQ(uk.nr % 2, 0);
-    check_f32_kernel(uk, fused(bit));
+    check(uk, bit);
     ++tested;
     if (::testing::Test::HasFatalFailure()) break;
   }
   hwy::SetSupportedTargetsForTest(0);
   EXPECT_GE(tested, 2);
+}
+
+TEST(MicrokernelContract, F32EveryTargetEveryEdgeEveryStore) {
+  on_every_f32_target([](const Microkernel& uk, int64_t target) {
+    EXPECT_EQ(uk.nr % 2, 0);
+    check_f32_kernel(uk, fused(target));
+  });
 }
 
 // run_packing_b: B read from source rows (a row stride wider than NR, the
@@ -168,19 +177,7 @@ void check_packing_kernel(const Microkernel& uk) {
 }
 
 TEST(MicrokernelContract, PackingBFromSourceRowsMatchesPackThenRunEveryTarget) {
-  const int64_t targets = microkernel_targets();
-  int tested = 0;
-  for (int64_t bit = 1; bit != 0 && bit <= targets; bit <<= 1) {
-    if (!(targets & bit)) continue;
-    hwy::SetSupportedTargetsForTest(bit);
-    const Microkernel uk = select_microkernel();
-    SCOPED_TRACE(uk.target);
-    check_packing_kernel(uk);
-    ++tested;
-    if (::testing::Test::HasFatalFailure()) break;
-  }
-  hwy::SetSupportedTargetsForTest(0);
-  EXPECT_GE(tested, 2);
+  on_every_f32_target([](const Microkernel& uk, int64_t) { check_packing_kernel(uk); });
 }
 
 // bf16: normal-range inputs, so no subnormal arises and daz/ftz are moot:
