@@ -29,25 +29,29 @@ void macro_kernel(const Microkernel& uk, int64_t kc, const float* a_packed, int6
                       : stream_stores ? Store::kStream
                                       : Store::kOverwrite;
   const RowPanels split = row_panels(rows, uk.mr);  // how pack_a dealt the rows
+  // One register tile: A micro-panel `panel` times B micro-panel j / nr. With
+  // b_source, the first A micro-panel packs each B micro-panel as it reads it.
+  auto tile = [&](int64_t panel, int64_t j, int width, const float* prefetch,
+                  const PrefetchStream* call_stream) {
+    const float* a = a_packed + panel * uk.mr * kc;
+    const int64_t b_offset = (j / uk.nr) * uk.nr * kc;
+    float* cp = c + split.first_row(panel) * ldc + j;
+    if (b_source.data && panel == 0) {
+      uk.run_packing_b(kc, a, b_source.data + j, b_source.ld, b_source.packed + b_offset, cp, ldc,
+                       split.rows(panel), store, prefetch, call_stream);
+    } else {
+      uk.run(kc, a, b_packed + b_offset, cp, ldc, split.rows(panel), width, store, prefetch,
+             call_stream);
+    }
+  };
   if (store == Store::kStream && kc <= kRowBandMaxDepth) {
     // Streamed C with a short contraction (a tgmm group of a few tokens) is
     // bound by its stores, not by B's reuse: tiles go along the rows, so the
     // stores fill MR rows left to right instead of walking down an NR-wide
     // strip of rows N floats apart (one core: 31-33 GB/s against 23).
     for (int64_t panel = 0; panel < split.count; ++panel) {
-      const int64_t i = split.first_row(panel);
       for (int64_t j = 0; j < cols; j += uk.nr) {
-        const int width = static_cast<int>(std::min<int64_t>(uk.nr, cols - j));
-        const float* a = a_packed + panel * uk.mr * kc;
-        const float* b = b_packed + (j / uk.nr) * uk.nr * kc;
-        if (b_source.data && panel == 0) {
-          uk.run_packing_b(kc, a, b_source.data + j, b_source.ld,
-                           b_source.packed + (j / uk.nr) * uk.nr * kc, c + i * ldc + j, ldc,
-                           split.rows(panel), store, nullptr, nullptr);
-        } else {
-          uk.run(kc, a, b, c + i * ldc + j, ldc, split.rows(panel), width, store, nullptr,
-                 nullptr);
-        }
+        tile(panel, j, static_cast<int>(std::min<int64_t>(uk.nr, cols - j)), nullptr, nullptr);
       }
     }
     return;
@@ -60,11 +64,8 @@ void macro_kernel(const Microkernel& uk, int64_t kc, const float* a_packed, int6
   const bool stream_next = next.start.base && stream.lines_per_step > 0;
   int64_t streamed = 0;  // lines of `next` handed out so far
   for (int64_t j = 0; j < cols; j += uk.nr) {
-    const float* b = b_packed + (j / uk.nr) * uk.nr * kc;
     const int width = static_cast<int>(std::min<int64_t>(uk.nr, cols - j));
     for (int64_t panel = 0; panel < a_panels; ++panel) {
-      const int64_t i = split.first_row(panel);
-      const int height = split.rows(panel);
       const float* prefetch = nullptr;
       if (prefetch_depth > 0 && panel + prefetch_depth < a_panels) {
         prefetch = a_packed + (panel + prefetch_depth) * uk.mr * kc;
@@ -75,14 +76,7 @@ void macro_kernel(const Microkernel& uk, int64_t kc, const float* a_packed, int6
         call_stream = &stream;
         streamed += kc * stream.lines_per_step;
       }
-      const float* a = a_packed + panel * uk.mr * kc;
-      if (b_source.data && panel == 0) {
-        uk.run_packing_b(kc, a, b_source.data + j, b_source.ld,
-                         b_source.packed + (j / uk.nr) * uk.nr * kc, c + i * ldc + j, ldc,
-                         height, store, prefetch, call_stream);
-      } else {
-        uk.run(kc, a, b, c + i * ldc + j, ldc, height, width, store, prefetch, call_stream);
-      }
+      tile(panel, j, width, prefetch, call_stream);
     }
   }
 }

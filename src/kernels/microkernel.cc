@@ -7,6 +7,8 @@
 #define HWY_TARGET_INCLUDE "kernels/microkernel.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <algorithm>
+#include <array>
+#include <utility>
 
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
@@ -110,20 +112,19 @@ HWY_NOINLINE void Tile(int64_t kc, const float* a, const float* b, float* c, int
   TileBody<R, false>(kc, a, b, c, ldc, cols, store, prefetch, stream, 0, nullptr);
 }
 
+using TileFn = void (*)(int64_t, const float*, const float*, float*, int64_t, int, Store,
+                       const float*, const PrefetchStream*);
+
+// Tile<R> for R = 1..kMR, indexed by R - 1.
+template <size_t... I>
+constexpr std::array<TileFn, kMR> TilesByRows(std::index_sequence<I...>) {
+  return {&Tile<static_cast<int>(I) + 1>...};
+}
+
 void Run(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int rows, int cols,
          Store store, const float* prefetch, const PrefetchStream* stream) {
-  using Fn = void (*)(int64_t, const float*, const float*, float*, int64_t, int, Store,
-                      const float*, const PrefetchStream*);
-  if constexpr (kMR == 12) {
-    static constexpr Fn kByRows[] = {nullptr,  &Tile<1>, &Tile<2>, &Tile<3>,  &Tile<4>,
-                                     &Tile<5>, &Tile<6>, &Tile<7>, &Tile<8>,  &Tile<9>,
-                                     &Tile<10>, &Tile<11>, &Tile<12>};
-    kByRows[rows](kc, a, b, c, ldc, cols, store, prefetch, stream);
-  } else {
-    static constexpr Fn kByRows[] = {nullptr,  &Tile<1>, &Tile<2>, &Tile<3>,
-                                     &Tile<4>, &Tile<5>, &Tile<6>};
-    kByRows[rows](kc, a, b, c, ldc, cols, store, prefetch, stream);
-  }
+  static constexpr std::array<TileFn, kMR> kByRows = TilesByRows(std::make_index_sequence<kMR>());
+  kByRows[rows - 1](kc, a, b, c, ldc, cols, store, prefetch, stream);
 }
 
 template <int R>
@@ -134,23 +135,21 @@ HWY_NOINLINE void PackingTile(int64_t kc, const float* a, const float* b_src, in
                     stream, ldb, b_packed);
 }
 
+using PackingTileFn = void (*)(int64_t, const float*, const float*, int64_t, float*, float*,
+                              int64_t, Store, const float*, const PrefetchStream*);
+
+// PackingTile<R> for R = 1..kMR, indexed by R - 1.
+template <size_t... I>
+constexpr std::array<PackingTileFn, kMR> PackingTilesByRows(std::index_sequence<I...>) {
+  return {&PackingTile<static_cast<int>(I) + 1>...};
+}
+
 void RunPackingB(int64_t kc, const float* a, const float* b_src, int64_t ldb, float* b_packed,
                  float* c, int64_t ldc, int rows, Store store, const float* prefetch,
                  const PrefetchStream* stream) {
-  using Fn = void (*)(int64_t, const float*, const float*, int64_t, float*, float*, int64_t,
-                      Store, const float*, const PrefetchStream*);
-  if constexpr (kMR == 12) {
-    static constexpr Fn kByRows[] = {
-        nullptr,         &PackingTile<1>, &PackingTile<2>,  &PackingTile<3>,  &PackingTile<4>,
-        &PackingTile<5>, &PackingTile<6>, &PackingTile<7>,  &PackingTile<8>,  &PackingTile<9>,
-        &PackingTile<10>, &PackingTile<11>, &PackingTile<12>};
-    kByRows[rows](kc, a, b_src, ldb, b_packed, c, ldc, store, prefetch, stream);
-  } else {
-    static constexpr Fn kByRows[] = {nullptr,         &PackingTile<1>, &PackingTile<2>,
-                                     &PackingTile<3>, &PackingTile<4>, &PackingTile<5>,
-                                     &PackingTile<6>};
-    kByRows[rows](kc, a, b_src, ldb, b_packed, c, ldc, store, prefetch, stream);
-  }
+  static constexpr std::array<PackingTileFn, kMR> kByRows =
+      PackingTilesByRows(std::make_index_sequence<kMR>());
+  kByRows[rows - 1](kc, a, b_src, ldb, b_packed, c, ldc, store, prefetch, stream);
 }
 
 Microkernel Describe() {
