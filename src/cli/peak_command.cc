@@ -65,7 +65,9 @@ int run_peak(std::vector<std::string> args) {
                                   {"fma_target", rates.fma_target},
                                   {"fma_peak_gflops", fma_gflops},
                                   {"microkernel_target", rates.microkernel_target},
-                                  {"microkernel_gflops", uk_gflops}};
+                                  {"microkernel_gflops", uk_gflops},
+                                  {"int8_microkernel_target", rates.int8_microkernel_target},
+                                  {"int8_microkernel_gops", rates.int8_microkernel_gops}};
     // The machine as the heuristic sees it, and what the peers run here:
     // the facts a docs/performance.md section names (read, not written).
     const kernels::MachineModel model = kernels::this_machine_model(threads);
@@ -102,6 +104,9 @@ int run_peak(std::vector<std::string> args) {
                 rates.fma_target, fma_gflops, fma_gflops / threads);
     std::printf("microkernel (%s, L1-resident panels): %.1f GFLOP/s (%.1f%% of fma peak)\n",
                 rates.microkernel_target, uk_gflops, 100.0 * uk_gflops / fma_gflops);
+    std::printf("int8 microkernel (%s, L1-resident panels): %.1f GOP/s (%.2fx fma peak)\n",
+                rates.int8_microkernel_target, rates.int8_microkernel_gops,
+                rates.int8_microkernel_gops / fma_gflops);
     for (size_t t = 0; t < bandwidth_gbps.size(); ++t) {
       std::printf("dram read bandwidth (%lld MiB buffer), %zu thread%s: %.1f GB/s\n",
                   (long long)(probe_bytes / (1024 * 1024)), t + 1, t ? "s" : "",

@@ -5,8 +5,9 @@
 //  - AVX512-VNNI: 12 x 32, vpdpbusd (u8 x s8, 4 products per i32 lane, 64
 //    MACs an instruction) on biased A; 24 of 32 zmm hold accumulators.
 //  - AVX-VNNI: 6 x 16, the same on ymm; 12 of 16 ymm hold accumulators.
-//  - AVX2: 4 x 8, vpmaddwd on codes sign-extended to int16 (A packed as
+//  - AVX2: 6 x 8, vpmaddwd on codes sign-extended to int16 (A packed as
 //    int16, B widened on load): exact for every code in -128..127.
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <utility>
@@ -135,8 +136,16 @@ void avx_vnni_run(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c, int
 // packed as int16 (a_int16), so a row's quad is one 8-byte broadcast; B's
 // bytes are widened as they are loaded. An accumulator lane holds one
 // column's k-pair (t0,t1) or (t2,t3) sum; the two are added at the store.
+//
+// Its ceiling: every vpmaddwd (16 MACs) needs a vpaddd. On a Zen 3 a loop of
+// independent vpmaddwd runs 2 a cycle, like FMAs, but vpmaddwd + vpaddd
+// pairs only 1.53 a cycle (the adds take multiply pipes), so the pair
+// caps int8 at 1.53x the f32 FMA rate there (docs/quantization.md). The
+// 6 x 8 tile reaches it; the 4 x 8 one (8 accumulators) did 1.45x.
+// vpmaddubsw + vpmaddwd(ones) would do 32 MACs for two multiplies and an
+// add, but is exact only with one operand below 128 in magnitude.
 #define RAGGEMM_AVX2 __attribute__((target("avx2")))
-constexpr int kAvx2MR = 4;
+constexpr int kAvx2MR = 6;
 constexpr int kAvx2NR = 8;
 
 RAGGEMM_AVX2 inline void store_lanes_avx2(int32_t* row, __m256i v, int count, bool accumulate) {
@@ -157,42 +166,98 @@ RAGGEMM_AVX2 inline __m256i broadcast_quad(const int16_t* quad) {
   return _mm256_set1_epi64x(bits);
 }
 
+// One row's two accumulators: columns 0..3 (k-pair sums) and 4..7.
+struct Avx2RowAcc {
+  __m256i lo, hi;
+};
+
+// Adds row i's products for one quad (the partial tiles' loop). Written
+// out per row, not as a loop over an `acc[R]` array, which GCC kept on the
+// stack.
+#define RAGGEMM_AVX2_ROW(i)                                                      \
+  if constexpr (R > (i)) {                                                       \
+    const __m256i ai = broadcast_quad(ap + 4 * (i));                             \
+    r##i.lo = _mm256_add_epi32(r##i.lo, _mm256_madd_epi16(ai, b_lo));             \
+    r##i.hi = _mm256_add_epi32(r##i.hi, _mm256_madd_epi16(ai, b_hi));             \
+  }
+
+// The full tile's assembly, a row at a time: broadcast the row's quad
+// (ymm2) from A byte offset `off`, multiply it with both widened B vectors
+// (ymm0, ymm1; product in ymm3 / ymm2) and add into accumulators ymm`lo`
+// (columns 0..3) and ymm`hi` (4..7).
+#define RAGGEMM_AVX2_ASM_ROW(off, lo, hi)                \
+  "vpbroadcastq " #off "(%[ap]), %%ymm2\n\t"             \
+  "vpmaddwd %%ymm0, %%ymm2, %%ymm3\n\t"                  \
+  "vpaddd %%ymm3, %%ymm" #lo ", %%ymm" #lo "\n\t"        \
+  "vpmaddwd %%ymm1, %%ymm2, %%ymm2\n\t"                  \
+  "vpaddd %%ymm2, %%ymm" #hi ", %%ymm" #hi "\n\t"
+#define RAGGEMM_AVX2_ZERO(r) "vpxor %%ymm" #r ", %%ymm" #r ", %%ymm" #r "\n\t"
+#define RAGGEMM_AVX2_SAVE(r, off) "vmovdqa %%ymm" #r ", " #off "(%[sums])\n\t"
+
 template <int R>
 RAGGEMM_AVX2 void avx2_tile(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c, int64_t ldc,
                             int cols, bool accumulate) {
-  // acc_lo: columns 0..3 (pair sums), acc_hi: columns 4..7.
-  __m256i acc_lo[R], acc_hi[R];
-#pragma GCC unroll 16
-  for (int i = 0; i < R; ++i) {
-    acc_lo[i] = _mm256_setzero_si256();
-    acc_hi[i] = _mm256_setzero_si256();
-  }
-  const int16_t* a16 = reinterpret_cast<const int16_t*>(a);
-  for (int64_t p = 0; p < kq; ++p) {
-    const int8_t* bp = b + p * kAvx2NR * 4;
-    const int16_t* ap = a16 + p * kAvx2MR * 4;
-    // 8 accumulators, 2 B vectors, 4 A broadcasts and a product: 15 of the
-    // 16 ymm registers (at 6 rows the compiler spilled accumulators).
-    const __m256i b_lo = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bp)));
-#pragma GCC unroll 16
-    for (int i = 0; i < R; ++i) {
-      acc_lo[i] = _mm256_add_epi32(acc_lo[i], _mm256_madd_epi16(broadcast_quad(ap + 4 * i), b_lo));
+  static_assert(R >= 1 && R <= kAvx2MR);
+  alignas(32) Avx2RowAcc sums[kAvx2MR];
+  const int16_t* ap = reinterpret_cast<const int16_t*>(a);
+  const int8_t* bp = b;
+  if constexpr (R == kAvx2MR) {
+    // The full tile's loop in assembly. Its 12 accumulators (ymm4-15), 2 B
+    // vectors, a broadcast and a product take all 16 ymm; GCC 12, from
+    // intrinsics, copied an accumulator pair to the stack on every k step.
+    asm volatile(
+        RAGGEMM_AVX2_ZERO(4) RAGGEMM_AVX2_ZERO(5) RAGGEMM_AVX2_ZERO(6) RAGGEMM_AVX2_ZERO(7)
+        RAGGEMM_AVX2_ZERO(8) RAGGEMM_AVX2_ZERO(9) RAGGEMM_AVX2_ZERO(10) RAGGEMM_AVX2_ZERO(11)
+        RAGGEMM_AVX2_ZERO(12) RAGGEMM_AVX2_ZERO(13) RAGGEMM_AVX2_ZERO(14) RAGGEMM_AVX2_ZERO(15)
+        "test %[kq], %[kq]\n\t"
+        "jle 2f\n\t"
+        "1:\n\t"
+        "vpmovsxbw (%[bp]), %%ymm0\n\t"
+        "vpmovsxbw 16(%[bp]), %%ymm1\n\t"
+        RAGGEMM_AVX2_ASM_ROW(0, 4, 5) RAGGEMM_AVX2_ASM_ROW(8, 6, 7)
+        RAGGEMM_AVX2_ASM_ROW(16, 8, 9) RAGGEMM_AVX2_ASM_ROW(24, 10, 11)
+        RAGGEMM_AVX2_ASM_ROW(32, 12, 13) RAGGEMM_AVX2_ASM_ROW(40, 14, 15)
+        "add $48, %[ap]\n\t"
+        "add $32, %[bp]\n\t"
+        "dec %[kq]\n\t"
+        "jnz 1b\n\t"
+        "2:\n\t"
+        RAGGEMM_AVX2_SAVE(4, 0) RAGGEMM_AVX2_SAVE(5, 32) RAGGEMM_AVX2_SAVE(6, 64)
+        RAGGEMM_AVX2_SAVE(7, 96) RAGGEMM_AVX2_SAVE(8, 128) RAGGEMM_AVX2_SAVE(9, 160)
+        RAGGEMM_AVX2_SAVE(10, 192) RAGGEMM_AVX2_SAVE(11, 224) RAGGEMM_AVX2_SAVE(12, 256)
+        RAGGEMM_AVX2_SAVE(13, 288) RAGGEMM_AVX2_SAVE(14, 320) RAGGEMM_AVX2_SAVE(15, 352)
+        : [ap] "+r"(ap), [bp] "+r"(bp), [kq] "+r"(kq)
+        : [sums] "r"(sums)
+        : "cc", "memory", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8",
+          "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+  } else {
+    const __m256i zero = _mm256_setzero_si256();
+    Avx2RowAcc r0{zero, zero}, r1{zero, zero}, r2{zero, zero}, r3{zero, zero}, r4{zero, zero};
+    for (int64_t p = 0; p < kq; ++p, ap += kAvx2MR * 4, bp += kAvx2NR * 4) {
+      const __m256i b_lo =
+          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bp)));
+      const __m256i b_hi =
+          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bp + 16)));
+      RAGGEMM_AVX2_ROW(0)
+      RAGGEMM_AVX2_ROW(1)
+      RAGGEMM_AVX2_ROW(2)
+      RAGGEMM_AVX2_ROW(3)
+      RAGGEMM_AVX2_ROW(4)
     }
-    const __m256i b_hi =
-        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bp + 16)));
-#pragma GCC unroll 16
-    for (int i = 0; i < R; ++i) {
-      acc_hi[i] = _mm256_add_epi32(acc_hi[i], _mm256_madd_epi16(broadcast_quad(ap + 4 * i), b_hi));
-    }
+    const Avx2RowAcc rows[kAvx2MR - 1] = {r0, r1, r2, r3, r4};
+    std::copy(rows, rows + R, sums);
   }
 #pragma GCC unroll 16
   for (int i = 0; i < R; ++i) {
     // hadd gives columns (0,1,4,5 | 2,3,6,7); the permute puts them in order.
-    const __m256i sums =
-        _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc_lo[i], acc_hi[i]), 0xd8);
-    store_lanes_avx2(c + i * ldc, sums, cols, accumulate);
+    const __m256i row = _mm256_permute4x64_epi64(_mm256_hadd_epi32(sums[i].lo, sums[i].hi), 0xd8);
+    store_lanes_avx2(c + i * ldc, row, cols, accumulate);
   }
 }
+#undef RAGGEMM_AVX2_ROW
+#undef RAGGEMM_AVX2_ASM_ROW
+#undef RAGGEMM_AVX2_ZERO
+#undef RAGGEMM_AVX2_SAVE
 
 void avx2_run(int64_t kq, const uint8_t* a, const int8_t* b, int32_t* c, int64_t ldc, int rows,
               int cols, bool accumulate) {

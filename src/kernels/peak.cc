@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <chrono>
 
+#include "kernels/int8_microkernel.h"
 #include "kernels/microkernel.h"
+#include "kernels/microkernel_registry.h"
 #include "kernels/peak.h"
 #include "kernels/workspace.h"
 
@@ -88,32 +90,55 @@ PeakResult measure_microkernel_peak(int64_t calls, int64_t kc) {
   return {uk.target, seconds, 2.0 * kc * uk.mr * uk.nr * static_cast<double>(calls)};
 }
 
+PeakResult measure_int8_microkernel_peak(int64_t calls, int64_t kq) {
+  const Int8Microkernel& uk = select_int8_microkernel();
+  const int64_t a_bytes = kq * uk.mr * 4 * (uk.a_int16 ? 2 : 1);
+  uint8_t* a = workspace_as<uint8_t>(Slot::kPackedA, a_bytes);
+  int8_t* b = workspace_as<int8_t>(Slot::kPackedB, kq * uk.nr * 4);
+  int32_t* c = workspace_as<int32_t>(Slot::kAccumulator, uk.mr * uk.nr);
+  std::fill(a, a + a_bytes, uint8_t{1});
+  std::fill(b, b + kq * uk.nr * 4, int8_t{1});
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < calls; ++i) uk.run(kq, a, b, c, uk.nr, uk.mr, uk.nr, true);
+  const double seconds = seconds_since(start);
+  return {uk.target, seconds, 2.0 * 4 * kq * uk.mr * uk.nr * static_cast<double>(calls)};
+}
+
 PeakRates measure_peaks(int threads, int rounds, bool microkernel) {
   PeakRates rates;
   for (int round = 0; round < rounds; ++round) {
-    double fma_flops = 0, fma_seconds = 0, uk_flops = 0, uk_seconds = 0;
+    double fma_flops = 0, fma_seconds = 0, uk_flops = 0, uk_seconds = 0, i8_ops = 0,
+           i8_seconds = 0;
     const char* fma_target = "";
     const char* uk_target = "";
-#pragma omp parallel num_threads(threads) reduction(+ : fma_flops, uk_flops) \
-    reduction(max : fma_seconds, uk_seconds)
+    const char* i8_target = "";
+#pragma omp parallel num_threads(threads) reduction(+ : fma_flops, uk_flops, i8_ops) \
+    reduction(max : fma_seconds, uk_seconds, i8_seconds)
     {
       measure_fma_peak(2000000);  // warm-up: clocks ramp, caches fill
 #pragma omp barrier
       const PeakResult fma = measure_fma_peak(20000000);
       fma_flops += fma.flops;
       fma_seconds = fma.seconds;
-      PeakResult uk{"", 0, 0};
+      PeakResult uk{"", 0, 0}, i8{"", 0, 0};
       if (microkernel) {
         measure_microkernel_peak(2000, 256);
 #pragma omp barrier
         uk = measure_microkernel_peak(20000, 256);
         uk_flops += uk.flops;
         uk_seconds = uk.seconds;
+        // 128 quads: the int8 B panel (nr x 512 bytes) and A panel in L1.
+        measure_int8_microkernel_peak(2000, 128);
+#pragma omp barrier
+        i8 = measure_int8_microkernel_peak(20000, 128);
+        i8_ops += i8.flops;
+        i8_seconds = i8.seconds;
       }
 #pragma omp critical
       {
         fma_target = fma.target;
         uk_target = uk.target;
+        i8_target = i8.target;
       }
     }
     rates.fma_target = fma_target;
@@ -121,6 +146,8 @@ PeakRates measure_peaks(int threads, int rounds, bool microkernel) {
     if (microkernel) {
       rates.microkernel_target = uk_target;
       rates.microkernel_gflops = std::max(rates.microkernel_gflops, uk_flops / uk_seconds / 1e9);
+      rates.int8_microkernel_target = i8_target;
+      rates.int8_microkernel_gops = std::max(rates.int8_microkernel_gops, i8_ops / i8_seconds / 1e9);
     }
   }
   return rates;

@@ -19,15 +19,24 @@ PeakResult measure_fma_peak(int64_t iterations);
 // Repeated microkernel calls on one L1-resident A and B micro-panel pair.
 PeakResult measure_microkernel_peak(int64_t calls, int64_t kc);
 
+// The same for the selected int8 microkernel (kq quads of k); `flops`
+// counts 2 operations a multiply-add, as GFLOP/s figures of int8 runs do.
+// It shows what int8 can reach on this CPU against the f32 FMA peak: the
+// AVX2 kernel's vpmaddwd + vpaddd pairs cap it near 1.5x on a Zen 3.
+PeakResult measure_int8_microkernel_peak(int64_t calls, int64_t kq);
+
 // Both probes on `threads` OpenMP threads started together behind a
 // barrier, best of `rounds` (one thread descheduled for a moment would
 // otherwise stretch the slowest thread's time, which the aggregate rate
-// divides by). The microkernel probe runs only when `microkernel`.
+// divides by). The microkernel probes (f32 and int8) run only when
+// `microkernel`.
 struct PeakRates {
   const char* fma_target = "";
   double fma_gflops = 0;
   const char* microkernel_target = "";
   double microkernel_gflops = 0;
+  const char* int8_microkernel_target = "";
+  double int8_microkernel_gops = 0;
 };
 PeakRates measure_peaks(int threads, int rounds, bool microkernel);
 
