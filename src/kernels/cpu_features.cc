@@ -20,6 +20,7 @@ CpuFeatures detect() {
   // Leaf 7, sub-leaf 1, EAX bit 4 (not every compiler's
   // __builtin_cpu_supports knows "avxvnni").
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx)) f.f16c = (ecx >> 29) & 1u;  // leaf 1, ECX bit 29
   if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) f.avx_vnni = f.avx2 && ((eax >> 4) & 1u);
 #endif
   return f;

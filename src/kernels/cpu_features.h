@@ -10,6 +10,7 @@ namespace raggemm::kernels {
 
 struct CpuFeatures {
   bool avx2 = false;
+  bool f16c = false;        // vcvtph2ps (the AVX2 fp8 decoder converts through fp16)
   bool avx512f = false;
   bool avx512bw = false;
   bool avx512vl = false;

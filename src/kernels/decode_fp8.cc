@@ -54,7 +54,7 @@ void scalar_span_of(const uint8_t* src, int64_t count, float scale, const float*
 
 #ifdef RAGGEMM_FP8_X86
 #define RAGGEMM_FP8_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
-#define RAGGEMM_FP8_AVX2 __attribute__((target("avx2,fma")))
+#define RAGGEMM_FP8_AVX2 __attribute__((target("avx2,f16c")))
 
 template <bool kE5M2>
 RAGGEMM_FP8_AVX512 inline __m512 decode16(__m512i codes) {
@@ -119,48 +119,93 @@ RAGGEMM_FP8_AVX512 void avx512_panels(const uint8_t* src, int64_t cols, int nr,
   }
 }
 
+// AVX2 (with F16C): 16 codes at a time through fp16, whose conversion
+// to f32 is one instruction.
+//  - e5m2 is fp16's top byte: code << 8 is the fp16 of the same value,
+//    infinities and NaNs included. NaNs are rewritten to the quiet NaN with
+//    no payload (fp16 0x7e00, f32 0x7fc00000) that the scalar decoder gives.
+//  - e4m3's exponent and mantissa, shifted into fp16's (magnitude << 7),
+//    give its value times 2^-8 (fp16's bias is 8 more than e4m3's), normal
+//    and subnormal alike; the sign goes to bit 15. The f32 is then scaled
+//    by 256, exactly. Magnitude 0x7f, which is e4m3's NaN, would read as
+//    1.875, so it is rewritten to fp16's quiet NaN first.
+// The results are the scalar decoder's bits times the scales in the same
+// order (DecodeFp8.AllCodesBothFormatsEveryImplementation).
 template <bool kE5M2>
-RAGGEMM_FP8_AVX2 inline __m256 decode8(__m256i codes) {
-  using F = Format<kE5M2>;
-  const __m256i magnitude = _mm256_and_si256(codes, _mm256_set1_epi32(0x7f));
-  const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(codes, _mm256_set1_epi32(0x80)), 24);
-  const __m256i subnormal =
-      _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(F::kFirstNormal)), magnitude);
-  __m256i bits =
-      _mm256_add_epi32(_mm256_slli_epi32(magnitude, F::kShift), _mm256_set1_epi32(F::kRebias));
-  bits = _mm256_add_epi32(bits, _mm256_and_si256(subnormal, _mm256_set1_epi32(1 << 23)));
-  __m256 value = _mm256_castsi256_ps(bits);
-  value = _mm256_sub_ps(
-      value, _mm256_and_ps(_mm256_castsi256_ps(subnormal), _mm256_set1_ps(F::kMinNormal)));
-  __m256i out = _mm256_castps_si256(value);
+RAGGEMM_FP8_AVX2 inline __m256i fp16_of_codes(__m128i codes16) {
+  const __m256i quiet_nan = _mm256_set1_epi16(0x7e00);
   if constexpr (kE5M2) {
-    const __m256i inf = _mm256_cmpeq_epi32(magnitude, _mm256_set1_epi32(0x7c));
-    const __m256i nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7c));
-    out = _mm256_blendv_epi8(out, _mm256_set1_epi32(0x7f800000), inf);
-    out = _mm256_blendv_epi8(out, _mm256_set1_epi32(0x7fc00000), nan);
+    const __m256i h = _mm256_slli_epi16(_mm256_cvtepu8_epi16(codes16), 8);
+    const __m256i magnitude = _mm256_and_si256(h, _mm256_set1_epi16(0x7fff));
+    const __m256i nan = _mm256_cmpgt_epi16(magnitude, _mm256_set1_epi16(0x7c00));
+    const __m256i sign = _mm256_andnot_si256(magnitude, h);
+    return _mm256_blendv_epi8(h, _mm256_or_si256(sign, quiet_nan), nan);
   } else {
-    const __m256i nan = _mm256_cmpeq_epi32(magnitude, _mm256_set1_epi32(0x7f));
-    out = _mm256_blendv_epi8(out, _mm256_set1_epi32(0x7fc00000), nan);
+    // Sign-extended codes shifted by 7: magnitude in bits 7..13, the sign
+    // in bits 14 and 15; bit 14 (fp16's top exponent bit) is cleared.
+    const __m256i shifted = _mm256_slli_epi16(_mm256_cvtepi8_epi16(codes16), 7);
+    const __m256i h = _mm256_and_si256(shifted, _mm256_set1_epi16(static_cast<int16_t>(0xbf80)));
+    const __m256i nan =
+        _mm256_cmpeq_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x7fff)), _mm256_set1_epi16(0x3f80));
+    // 0x3f80 ^ (0x3f80 ^ 0x7e00) = 0x7e00, the sign bit untouched.
+    return _mm256_xor_si256(h, _mm256_and_si256(nan, _mm256_xor_si256(quiet_nan, _mm256_set1_epi16(0x3f80))));
   }
-  return _mm256_castsi256_ps(_mm256_or_si256(out, sign));
+}
+
+// Values of 16 codes (before the scales): lanes 0..7 in lo, 8..15 in hi.
+template <bool kE5M2>
+RAGGEMM_FP8_AVX2 inline void decode16_avx2(const uint8_t* src, __m256& lo, __m256& hi) {
+  const __m256i h =
+      fp16_of_codes<kE5M2>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src)));
+  lo = _mm256_cvtph_ps(_mm256_castsi256_si128(h));
+  hi = _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1));
+  if constexpr (!kE5M2) {
+    const __m256 two_to_8 = _mm256_set1_ps(256.0f);
+    lo = _mm256_mul_ps(lo, two_to_8);
+    hi = _mm256_mul_ps(hi, two_to_8);
+  }
+}
+
+// out[0..count) = decode(src) * scale (* col_scales); whole blocks of 16,
+// the rest through the scalar decoder.
+template <bool kE5M2>
+RAGGEMM_FP8_AVX2 inline void avx2_row(const uint8_t* src, int64_t count, __m256 s, float scale,
+                                      const float* col_scales, float* out) {
+  int64_t j = 0;
+  for (; j + 16 <= count; j += 16) {
+    __m256 lo, hi;
+    decode16_avx2<kE5M2>(src + j, lo, hi);
+    lo = _mm256_mul_ps(lo, s);
+    hi = _mm256_mul_ps(hi, s);
+    if (col_scales) {
+      lo = _mm256_mul_ps(lo, _mm256_loadu_ps(col_scales + j));
+      hi = _mm256_mul_ps(hi, _mm256_loadu_ps(col_scales + j + 8));
+    }
+    _mm256_storeu_ps(out + j, lo);
+    _mm256_storeu_ps(out + j + 8, hi);
+  }
+  if (j < count) {
+    scalar_span_of<kE5M2>(src + j, count - j, scale, col_scales ? col_scales + j : nullptr,
+                          out + j);
+  }
 }
 
 template <bool kE5M2>
 RAGGEMM_FP8_AVX2 void avx2_span(const uint8_t* src, int64_t count, float scale,
                                 const float* col_scales, float* out) {
+  avx2_row<kE5M2>(src, count, _mm256_set1_ps(scale), scale, col_scales, out);
+}
+
+// Panels: one call per source row, as for AVX-512.
+template <bool kE5M2>
+RAGGEMM_FP8_AVX2 void avx2_panels(const uint8_t* src, int64_t cols, int nr, int64_t panel_stride,
+                                  float scale, const float* col_scales, float* dst) {
   const __m256 s = _mm256_set1_ps(scale);
-  int64_t j = 0;
-  for (; j + 8 <= count; j += 8) {
-    int64_t eight;
-    std::memcpy(&eight, src + j, sizeof(eight));
-    const __m256i codes = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(eight));
-    __m256 v = _mm256_mul_ps(decode8<kE5M2>(codes), s);
-    if (col_scales) v = _mm256_mul_ps(v, _mm256_loadu_ps(col_scales + j));
-    _mm256_storeu_ps(out + j, v);
-  }
-  if (j < count) {
-    scalar_span_of<kE5M2>(src + j, count - j, scale, col_scales ? col_scales + j : nullptr,
-                          out + j);
+  for (int64_t j = 0; j < cols; j += nr) {
+    const int64_t width = std::min<int64_t>(nr, cols - j);
+    float* panel = dst + (j / nr) * panel_stride;
+    avx2_row<kE5M2>(src + j, width, s, scale, col_scales ? col_scales + j : nullptr, panel);
+    if (width < nr) std::fill(panel + width, panel + nr, 0.0f);
   }
 }
 #endif
@@ -192,8 +237,7 @@ constexpr Chosen implementations(int level) {
             {&avx512_panels<false>, &avx512_panels<true>}};
   }
   if (level == 1) {
-    return {{&avx2_span<false>, &avx2_span<true>},
-            {&panels_by_span<&avx2_span<false>>, &panels_by_span<&avx2_span<true>>}};
+    return {{&avx2_span<false>, &avx2_span<true>}, {&avx2_panels<false>, &avx2_panels<true>}};
   }
 #endif
   (void)level;
@@ -204,7 +248,7 @@ constexpr Chosen implementations(int level) {
 int cpu_level() {
   const CpuFeatures& cpu = cpu_features();
   if (cpu.avx512()) return 2;
-  if (cpu.avx2) return 1;
+  if (cpu.avx2 && cpu.f16c) return 1;
   return 0;
 }
 
@@ -256,7 +300,7 @@ bool decode_fp8_span_on(const char* isa, DType dtype, const uint8_t* src, int64_
     (e5m2 ? &avx512_span<true> : &avx512_span<false>)(src, count, scale, col_scales, out);
     return true;
   }
-  if (name == "AVX2" && cpu_features().avx2) {
+  if (name == "AVX2" && cpu_features().avx2 && cpu_features().f16c) {
     (e5m2 ? &avx2_span<true> : &avx2_span<false>)(src, count, scale, col_scales, out);
     return true;
   }
