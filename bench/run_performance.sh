@@ -2,7 +2,7 @@
 # Measures this machine for docs/performance.md: the table's shapes
 # (M=4096; (K,N) = (1024,1024) and (2048,768); 8, 32, 128 groups; uniform,
 # zipf:1.2 and empty:0.25 routing) for gmm, dlhs and tgmm, with the chosen
-# kernel generations, bf16 storage on the uniform cases, int8 and fp8 on the
+# kernel generations, bf16 and fp8 storage on the uniform cases, int8 on the
 # uniform gmm cases, and the machine peak (FMA, microkernel, DRAM read
 # bandwidth). Every bench run times the peers at their best in the same run
 # (cli/bench_peers.h) and probes the roofline. The whole sweep runs --rounds
@@ -74,11 +74,13 @@ for ((round = 1; round <= rounds; ++round)); do
           done
           if [ "$dist" = uniform ]; then
             bench "$op" --k "$k" --n "$n" --groups "$g" --dist "$dist" --dtype bf16 --kernel v2
-            if [ "$op" = gmm ]; then
-              for dtype in int8 fp8_e4m3; do
-                bench "$op" --k "$k" --n "$n" --groups "$g" --dist "$dist" --dtype "$dtype" --kernel v2
-              done
-            fi
+            # fp8 storage on every pass; int8 on gmm, the pass that runs on
+            # integer dot products (dlhs and tgmm decode int8 as they do fp8).
+            quant_dtypes=(fp8_e4m3)
+            if [ "$op" = gmm ]; then quant_dtypes=(int8 fp8_e4m3); fi
+            for dtype in "${quant_dtypes[@]}"; do
+              bench "$op" --k "$k" --n "$n" --groups "$g" --dist "$dist" --dtype "$dtype" --kernel v2
+            done
           fi
         done
       done
