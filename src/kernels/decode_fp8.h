@@ -3,9 +3,10 @@
 // scalar decoders, NaN payloads and signed zeros included:
 //   out[j] = (decode(src[j]) * scale) * (col_scales ? col_scales[j] : 1)
 // The packing loops decode every fp8 weight of a group once per item, so
-// this runs as often as the f32 path copies. Table-free: normal codes
-// rebias the exponent; subnormal ones are built with the exponent one
-// higher and that power of two subtracted, which is exact.
+// this runs as often as the f32 path copies. Table-free: on AVX-512
+// normal codes rebias the exponent and subnormal ones are built with the
+// exponent one higher and that power of two subtracted, which is exact; on
+// AVX2 the codes become fp16 and F16C converts them (decode_fp8.cc).
 #pragma once
 
 #include <cstdint>
