@@ -19,11 +19,15 @@ namespace raggemm::kernels {
 void decode_fp8_span(DType dtype, const uint8_t* src, int64_t count, float scale,
                      const float* col_scales, float* out);
 
-// The same, straight into B panels: columns [0, cols) of one source row go
-// to dst + (j / nr) * panel_stride + j % nr, and the last panel's columns
-// past `cols` are zeroed (so no staging row is written and copied).
-void decode_fp8_panels(DType dtype, const uint8_t* src, int64_t cols, int nr,
-                       int64_t panel_stride, float scale, const float* col_scales, float* dst);
+// The same, straight into B panels, for `rows` source rows `ld` bytes
+// apart: column j of row r goes to dst + r * nr + (j / nr) * panel_stride
+// + j % nr, and the last panel's columns past `cols` are zeroed (so no
+// staging row is written and copied). Rows ahead are prefetched. One call
+// a block: called a row at a time, at 32 columns a chunk, the call cost
+// more than the decoding.
+void decode_fp8_panels(DType dtype, const uint8_t* src, int64_t ld, int64_t rows, int64_t cols,
+                       int nr, int64_t panel_stride, float scale, const float* col_scales,
+                       float* dst);
 
 // The implementation decode_fp8_span and _panels run on now ("AVX512",
 // "AVX2", "SCALAR"): the CPU's best that the Highway dispatch allows now.

@@ -58,30 +58,45 @@ TEST(DecodeFp8, AllCodesBothFormatsEveryImplementation) {
   }
 }
 
+// A block of rows (k steps first..first+rows of a kc-deep panel set), from
+// a source whose rows are `ld` bytes apart, lands where pack_b puts it: each
+// row equal to the span decoder's, padding columns zero, nothing else
+// written. Both formats, with and without column scales, three nr.
 TEST(DecodeFp8, PanelsMatchTheSpanLaidOutAsPackB) {
-  for (const int nr : {16, 32, 8}) {
-  const int64_t cols = 37, panels = (cols + nr - 1) / nr, kc = 5;  // ragged last panel
-  std::vector<uint8_t> row(cols);
-  for (int64_t j = 0; j < cols; ++j) row[j] = static_cast<uint8_t>(j * 29 + 3);
-  std::vector<float> span(cols);
-  decode_fp8_span(DType::kF8E4M3, row.data(), cols, 0.5f, nullptr, span.data());
-  std::vector<float> dst(panels * nr * kc, -1.0f);
-  const int64_t p = 2;  // the k step this row is
-  decode_fp8_panels(DType::kF8E4M3, row.data(), cols, nr, nr * kc, 0.5f, nullptr, dst.data() + p * nr);
-  for (int64_t j = 0; j < panels * nr; ++j) {
-    const float got = dst[(j / nr) * nr * kc + p * nr + j % nr];
-    if (j < cols) {
-      EXPECT_EQ(bits(got), bits(span[j])) << j;
-    } else {
-      EXPECT_EQ(got, 0.0f) << "padding column " << j;
+  for (DType dtype : {DType::kF8E4M3, DType::kF8E5M2}) {
+    for (bool per_column : {false, true}) {
+      for (const int nr : {16, 32, 8}) {
+        const int64_t cols = 37, ld = cols + 5, panels = (cols + nr - 1) / nr;  // ragged last panel
+        const int64_t kc = 6, first = 2, rows = 3;
+        std::vector<uint8_t> src(static_cast<size_t>(rows * ld));
+        for (size_t e = 0; e < src.size(); ++e) src[e] = static_cast<uint8_t>(e * 29 + 3);
+        std::vector<float> col_scales(cols);
+        for (int64_t j = 0; j < cols; ++j) col_scales[j] = 0.5f + 0.125f * static_cast<float>(j % 5);
+        const float* scales = per_column ? col_scales.data() : nullptr;
+        std::vector<float> dst(panels * nr * kc, -1.0f);
+        decode_fp8_panels(dtype, src.data(), ld, rows, cols, nr, nr * kc, 0.5f, scales,
+                          dst.data() + first * nr);
+        for (int64_t r = 0; r < rows; ++r) {
+          std::vector<float> span(cols);
+          decode_fp8_span(dtype, src.data() + r * ld, cols, 0.5f, scales, span.data());
+          for (int64_t j = 0; j < panels * nr; ++j) {
+            const float got = dst[(j / nr) * nr * kc + (first + r) * nr + j % nr];
+            if (j < cols) {
+              ASSERT_EQ(bits(got), bits(span[j])) << "row " << r << " column " << j;
+            } else {
+              ASSERT_EQ(got, 0.0f) << "padding column " << j;
+            }
+          }
+        }
+        // Nothing written outside these k steps' rows of the panels.
+        for (int64_t e = 0; e < panels * nr * kc; ++e) {
+          const int64_t step = (e % (nr * kc)) / nr;
+          if (step < first || step >= first + rows) {
+            ASSERT_EQ(dst[e], -1.0f) << "nr " << nr << " element " << e;
+          }
+        }
+      }
     }
-  }
-  // Nothing written outside this k step's rows of the panels.
-  for (int64_t e = 0; e < panels * nr * kc; ++e) {
-    if ((e % (nr * kc)) / nr != p) {
-      ASSERT_EQ(dst[e], -1.0f) << "nr " << nr << " element " << e;
-    }
-  }
   }
 }
 
