@@ -175,10 +175,12 @@ RAGGEMM_FP8_AVX2 inline __m256i fp16_of_codes(__m128i codes16) {
     // in bits 14 and 15; bit 14 (fp16's top exponent bit) is cleared.
     const __m256i shifted = _mm256_slli_epi16(_mm256_cvtepi8_epi16(codes16), 7);
     const __m256i h = _mm256_and_si256(shifted, _mm256_set1_epi16(static_cast<int16_t>(0xbf80)));
+    const __m256i read_as_nan = _mm256_set1_epi16(0x3f80);  // magnitude 0x7f, shifted
     const __m256i nan =
-        _mm256_cmpeq_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x7fff)), _mm256_set1_epi16(0x3f80));
+        _mm256_cmpeq_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x7fff)), read_as_nan);
     // 0x3f80 ^ (0x3f80 ^ 0x7e00) = 0x7e00, the sign bit untouched.
-    return _mm256_xor_si256(h, _mm256_and_si256(nan, _mm256_xor_si256(quiet_nan, _mm256_set1_epi16(0x3f80))));
+    const __m256i to_quiet_nan = _mm256_xor_si256(quiet_nan, read_as_nan);
+    return _mm256_xor_si256(h, _mm256_and_si256(nan, to_quiet_nan));
   }
 }
 

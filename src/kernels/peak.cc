@@ -147,7 +147,8 @@ PeakRates measure_peaks(int threads, int rounds, bool microkernel) {
       rates.microkernel_target = uk_target;
       rates.microkernel_gflops = std::max(rates.microkernel_gflops, uk_flops / uk_seconds / 1e9);
       rates.int8_microkernel_target = i8_target;
-      rates.int8_microkernel_gops = std::max(rates.int8_microkernel_gops, i8_ops / i8_seconds / 1e9);
+      rates.int8_microkernel_gops =
+          std::max(rates.int8_microkernel_gops, i8_ops / i8_seconds / 1e9);
     }
   }
   return rates;

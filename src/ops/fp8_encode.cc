@@ -84,8 +84,9 @@ __attribute__((target("avx2"))) __m256i encode8_avx2(__m256 x) {
                                       _mm256_set1_ps(kSubnormalScale));
   __m256i code = _mm256_blendv_epi8(normal, _mm256_cvtps_epi32(scaled), subnormal);
   const __m256i infinity = _mm256_set1_epi32(0x7f800000);
+  const __m256i largest_finite = _mm256_set1_epi32(0x7f7fffff);
   const __m256i too_big =
-      _mm256_or_si256(_mm256_cmpgt_epi32(magnitude, _mm256_sub_epi32(infinity, _mm256_set1_epi32(1))),
+      _mm256_or_si256(_mm256_cmpgt_epi32(magnitude, largest_finite),
                       _mm256_cmpgt_epi32(code, _mm256_set1_epi32(static_cast<int>(kMaxCode))));
   code = _mm256_blendv_epi8(code, _mm256_set1_epi32(static_cast<int>(kMaxCode)), too_big);
   const __m256i nan = _mm256_cmpgt_epi32(magnitude, infinity);
