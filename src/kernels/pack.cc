@@ -144,9 +144,9 @@ void pack_b(const Operand& src, bool transposed, int64_t k0, int64_t kc, int64_t
     // sharing their scales (a block of row_block rows) go in one call.
     const OperandScale& s = src.scale;
     const uint8_t* codes = static_cast<const uint8_t*>(src.data);
+    const bool one_scale_for_all_rows = !s.data || s.row_stride == 0;
     for (int64_t p = 0; p < kc;) {
       const int64_t row = k0 + p;
-      const bool one_scale_for_all_rows = !s.data || s.row_stride == 0;
       const int64_t rows =
           one_scale_for_all_rows ? kc - p : std::min(kc - p, s.row_block - row % s.row_block);
       const float* row_scales = s.data ? s.data + (row / s.row_block) * s.row_stride : nullptr;

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "kernels/cpu_features.h"
 #include "kernels/simd_family.h"
 #include "raggemm/fp8.h"
 
@@ -124,11 +125,6 @@ void encode_avx2_of(DType dtype, const float* src, int64_t count, float divisor,
   }
 }
 
-bool has_avx512() {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl");
-}
-
 void encode_avx512_of(DType dtype, const float* src, int64_t count, float divisor, uint8_t* out) {
   if (dtype == DType::kF8E4M3) {
     encode_avx512<7, 3, 0x7eu, 0x7fu>(src, count, divisor, out);
@@ -142,14 +138,13 @@ void encode_avx512_of(DType dtype, const float* src, int64_t count, float diviso
 
 void encode_fp8_span(DType dtype, const float* src, int64_t count, float divisor, uint8_t* out) {
 #ifdef RAGGEMM_FP8_ENCODE_X86
-  static const bool avx512 = has_avx512();
-  static const bool avx2 = __builtin_cpu_supports("avx2");
+  const kernels::CpuFeatures& cpu = kernels::cpu_features();
   const bool fp8 = dtype == DType::kF8E4M3 || dtype == DType::kF8E5M2;
-  if (fp8 && avx512 && kernels::avx512_family_allowed()) {
+  if (fp8 && cpu.avx512() && kernels::avx512_family_allowed()) {
     encode_avx512_of(dtype, src, count, divisor, out);
     return;
   }
-  if (fp8 && avx2 && kernels::avx2_family_allowed()) {
+  if (fp8 && cpu.avx2 && kernels::avx2_family_allowed()) {
     encode_avx2_of(dtype, src, count, divisor, out);
     return;
   }
@@ -165,11 +160,11 @@ bool encode_fp8_span_on(const char* isa, DType dtype, const float* src, int64_t 
     return true;
   }
 #ifdef RAGGEMM_FP8_ENCODE_X86
-  if (name == "AVX512" && has_avx512()) {
+  if (name == "AVX512" && kernels::cpu_features().avx512()) {
     encode_avx512_of(dtype, src, count, divisor, out);
     return true;
   }
-  if (name == "AVX2" && __builtin_cpu_supports("avx2")) {
+  if (name == "AVX2" && kernels::cpu_features().avx2) {
     encode_avx2_of(dtype, src, count, divisor, out);
     return true;
   }

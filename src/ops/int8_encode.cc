@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/int8_code.h"
+#include "kernels/cpu_features.h"
 #include "kernels/simd_family.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -60,8 +61,8 @@ __attribute__((target("avx2"))) void encode_avx2(const float* src, int64_t count
   for (; j < count; ++j) out[j] = encode_one(src[j], scale);
 }
 
-bool cpu_avx512() { return __builtin_cpu_supports("avx512f"); }
-bool cpu_avx2() { return __builtin_cpu_supports("avx2"); }
+bool cpu_avx512() { return kernels::cpu_features().avx512f; }
+bool cpu_avx2() { return kernels::cpu_features().avx2; }
 #endif
 
 }  // namespace
@@ -90,11 +91,11 @@ bool encode_int8_span_on(const char* isa, const float* src, int64_t count, float
     return true;
   }
 #ifdef RAGGEMM_INT8_ENCODE_X86
-  if (name == "AVX512" && __builtin_cpu_supports("avx512f")) {
+  if (name == "AVX512" && cpu_avx512()) {
     encode_avx512(src, count, scale, out);
     return true;
   }
-  if (name == "AVX2" && __builtin_cpu_supports("avx2")) {
+  if (name == "AVX2" && cpu_avx2()) {
     encode_avx2(src, count, scale, out);
     return true;
   }
