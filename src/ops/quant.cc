@@ -5,7 +5,6 @@
 #include "raggemm/quant.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -17,12 +16,16 @@
 #include <omp.h>
 
 #include "core/dtype_traits.h"
-#include "ops/fp8_encode.h"
-#include "ops/int8_encode.h"
+#include "ops/quant_spans.h"
 #include "raggemm/error.h"
 
 namespace raggemm {
 namespace {
+
+using ops::absmax_bits;
+using ops::encoder_of;
+using ops::gather_input;
+using ops::magnitude_bits;
 
 // Where each element's scale lives: element index (i_0..i_{r-1}) maps to
 // scale offset sum_a (i_a / divisor[a]) * scale_stride[a].
@@ -157,84 +160,6 @@ float load_input(const TensorView& input, int64_t offset) {
   }
 }
 
-// Elements offset + j * stride (j < count) of input as f32, with the dtype
-// switch outside the loop: load_input's switch per element made strided
-// spans (a weight's columns under per-channel scales) cost about 35
-// instructions an element more than the encoder itself (callgrind).
-template <class Code, class Convert>
-void gather_as(const TensorView& input, int64_t offset, int64_t stride, int64_t count, float* dst,
-               Convert convert) {
-  const Code* src = input.as<const Code>() + offset;
-  for (int64_t j = 0; j < count; ++j) dst[j] = convert(src[j * stride]);
-}
-
-void gather_input(const TensorView& input, int64_t offset, int64_t stride, int64_t count,
-                  float* dst) {
-  switch (input.dtype) {
-    case DType::kF32:
-      return gather_as<float>(input, offset, stride, count, dst, [](float x) { return x; });
-    case DType::kBF16:
-      return gather_as<uint16_t>(input, offset, stride, count, dst, bf16_to_f32);
-    case DType::kF16:
-      return gather_as<uint16_t>(input, offset, stride, count, dst, f16_to_f32);
-    default:  // check_input admits only the three above
-      std::fill(dst, dst + count, 0.0f);
-  }
-}
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(__SANITIZE_ADDRESS__)
-#define RAGGEMM_QUANT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define RAGGEMM_QUANT_CLONES
-#endif
-
-// |x| as its bit pattern: for non-negative floats the integer order is the
-// float order, and NaN (above inf) stays largest instead of being skipped
-// by a float compare. Integer max vectorizes.
-inline uint32_t magnitude_bits(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof(bits));
-  return bits & 0x7fffffffu;
-}
-
-// Largest |x| of a span from `start`, as a max over magnitude_bits.
-RAGGEMM_QUANT_CLONES float absmax_bits(const float* src, int64_t count, float start) {
-  uint32_t largest;
-  std::memcpy(&largest, &start, sizeof(largest));
-  for (int64_t j = 0; j < count; ++j) {
-    const uint32_t bits = magnitude_bits(src[j]);
-    largest = bits > largest ? bits : largest;
-  }
-  float result;
-  std::memcpy(&result, &largest, sizeof(result));
-  return result;
-}
-
-// The encoders ops vectorized by hand (ops/fp8_encode.h, ops/int8_encode.h),
-// by DType; a type without one encodes through its portable hook
-// (core/dtype_traits.h).
-void fast_int8(const float* src, int64_t count, float divisor, void* data, int64_t first) {
-  ops::encode_int8_span(src, count, divisor, static_cast<int8_t*>(data) + first);
-}
-
-template <DType kDType>
-void fast_fp8(const float* src, int64_t count, float divisor, void* data, int64_t first) {
-  ops::encode_fp8_span(kDType, src, count, divisor, static_cast<uint8_t*>(data) + first);
-}
-
-constexpr std::array<core::EncodeSpanFn, kDTypeCount> kFastEncoders = [] {
-  std::array<core::EncodeSpanFn, kDTypeCount> encoders{};
-  encoders[static_cast<int>(DType::kI8)] = &fast_int8;
-  encoders[static_cast<int>(DType::kF8E4M3)] = &fast_fp8<DType::kF8E4M3>;
-  encoders[static_cast<int>(DType::kF8E5M2)] = &fast_fp8<DType::kF8E5M2>;
-  return encoders;
-}();
-
-core::EncodeSpanFn encoder_of(const core::DTypeTraits& codes) {
-  const core::EncodeSpanFn fast = kFastEncoders[static_cast<int>(codes.dtype)];
-  return fast ? fast : codes.encode_span;
-}
 
 constexpr int64_t kChunk = 256;  // f32 staging of inputs that are not contiguous f32
 
@@ -328,19 +253,14 @@ QuantizedTensor quantize(const TensorView& input, QuantType type, const Granular
     for_each_f32_chunk(input, offset, stride, count, [&](const float* x, int64_t, int64_t width) {
       absmax = absmax_bits(x, width, absmax);
     });
-    const bool finite = absmax <= std::numeric_limits<float>::max();  // false for inf and NaN
-    if (!finite) {
+    if (!ops::finite_absmax(absmax)) {
       for (int64_t j = 0; j < count && *bad == kNone; ++j) {
         if (!std::isfinite(load_input(input, offset + j * stride))) *bad = flat + j;
       }
     }
     return absmax;
   };
-  // A zero cell (or one so small its scale underflows) gets scale 1 and zero codes.
-  auto scale_of = [&](float absmax) {
-    const float scale = absmax / type_max;
-    return scale > 0.0f ? scale : 1.0f;
-  };
+  auto scale_of = [&](float absmax) { return ops::dynamic_scale(absmax, type_max); };
   auto encode = [&](int64_t offset, int64_t stride, int64_t flat, int64_t count, int64_t cell) {
     encode_span(input, codes, offset, stride, count, scales[cell], out, flat);
   };
@@ -464,8 +384,7 @@ QuantizedTensor quantize(const TensorView& input, QuantType type, const Granular
       fail("input", "NaN at element " + std::to_string(element),
            std::string(codes.quant_name) + " has no NaN code; remove NaNs before quantizing");
     }
-    fail("input", "non-finite value at element " + std::to_string(element),
-         "dynamic calibration needs finite inputs (use a static range to saturate)");
+    ops::fail_non_finite(element);
   }
   return result;
 }

@@ -10,8 +10,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "ops/options_spec.h"
+#include "ops/quantize_scaled.h"
 #include "ops/recipe_call.h"
 #include "ops/run_spec.h"
 #include "ops/validate.h"
@@ -76,22 +78,6 @@ backends::GmmSpec gmm_pass_spec(const backends::GmmOperand& lhs, const Quantized
   return spec;
 }
 
-// f32 copy of a float matrix (bf16/f16 widened).
-Tensor to_f32(const TensorView& view) {
-  if (view.dtype == DType::kF32) {
-    Tensor copy(DType::kF32, view.shape);
-    std::copy_n(view.as<const float>(), view.numel(), copy.as<float>());
-    return copy;
-  }
-  Tensor out(DType::kF32, view.shape);
-  const uint16_t* bits = view.as<const uint16_t>();
-  float* dst = out.as<float>();
-  for (int64_t i = 0; i < view.numel(); ++i) {
-    dst[i] = view.dtype == DType::kBF16 ? bf16_to_f32(bits[i]) : f16_to_f32(bits[i]);
-  }
-  return out;
-}
-
 bool scales_vary_along(const QuantizedTensor& q, int axis) { return q.scales.dim(axis) > 1; }
 
 }  // namespace
@@ -130,26 +116,30 @@ QuantizedGmmOperands prepare_quantized_gmm(const TensorView& lhs, const Quantize
   // column N lies on the contracted dim: fold it into dout, then quantize.
   // Scales that also vary along K (the output dim here) stay in the kernel.
   const bool fold = !scales_vary_along(weight, 1);
-  Tensor dout = to_f32(lhs);
+  // Scales [G_rhs, 1, N]: group g's scale of column j at g * N + j (a
+  // per-tensor or per-expert scale broadcasts: stride 0). Row r of dout is
+  // multiplied by the scales of its group; rows of no local group are not.
+  std::vector<const float*> row_scales;
+  int64_t col_stride = 1;
   if (fold) {
-    // Scales [G_rhs, 1, N]: group g's scale of column j at g * N + j (a
-    // per-tensor or per-expert scale broadcasts: stride 0).
     const Shape& scale_shape = weight.scales.shape();
     const int64_t group_stride = scale_shape[0] == 1 ? 0 : scale_shape[2];
-    const int64_t col_stride = scale_shape[2] == 1 ? 0 : 1;
-    const float* scales = weight.scales.as<const float>();
-    float* d = dout.as<float>();
+    col_stride = scale_shape[2] == 1 ? 0 : 1;
+    row_scales.assign(static_cast<size_t>(spec.m), nullptr);
     for (int64_t local = 0; local < spec.resolved_local_groups; ++local) {
       const int64_t g = options.group_offset + local;
-      const float* group_scales = scales + local * group_stride;
-      for (int64_t row = spec.starts[g]; row < spec.starts[g + 1]; ++row) {
-        float* r = d + row * spec.k;
-        for (int64_t j = 0; j < spec.k; ++j) r[j] *= group_scales[j * col_stride];
-      }
+      std::fill(row_scales.begin() + spec.starts[g], row_scales.begin() + spec.starts[g + 1],
+                weight.scales.as<const float>() + local * group_stride);
     }
   }
-  operands.lhs = quantize(dout, recipe_gradient_type(quant.recipe), Granularity::channel({0}),
-                          std::nullopt, threads);
+  const ops::RowFactors factors = [&](int64_t row, float* scratch) -> const float* {
+    const float* scales = row_scales.empty() ? nullptr : row_scales[static_cast<size_t>(row)];
+    if (!scales || col_stride == 1) return scales;
+    std::fill(scratch, scratch + spec.k, scales[0]);
+    return scratch;
+  };
+  operands.lhs =
+      ops::quantize_scaled(lhs, recipe_gradient_type(quant.recipe), 0, factors, threads);
   operands.rhs_scales_in_kernel = !fold;
   return operands;
 }
@@ -266,14 +256,13 @@ QuantizedTgmmOperands prepare_quantized_tgmm(const TensorView& lhs, const Tensor
   operands.lhs = quantize(lhs, recipe_operand_type(quant.recipe), Granularity::channel({0}),
                           std::nullopt, threads);
   // The lhs row scale lies on the contracted (token) dim: fold it into dout.
-  Tensor folded = to_f32(dout);
   const float* row_scales = operands.lhs.scales.as<const float>();
-  float* d = folded.as<float>();
-  for (int64_t row = 0; row < spec.m; ++row) {
-    for (int64_t j = 0; j < spec.n; ++j) d[row * spec.n + j] *= row_scales[row];
-  }
-  operands.dout = quantize(folded, recipe_gradient_type(quant.recipe), Granularity::channel({1}),
-                           std::nullopt, threads);
+  const ops::RowFactors factors = [&](int64_t row, float* scratch) -> const float* {
+    std::fill(scratch, scratch + spec.n, row_scales[row]);
+    return scratch;
+  };
+  operands.dout =
+      ops::quantize_scaled(dout, recipe_gradient_type(quant.recipe), 1, factors, threads);
   operands.lhs_scales_in_kernel = false;
   return operands;
 }
