@@ -4,6 +4,10 @@
 #include <cstring>
 #include <limits>
 
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
+
 #include "raggemm/error.h"
 
 namespace raggemm {
@@ -58,6 +62,10 @@ bool TensorView::is_contiguous() const {
 
 void Tensor::Free::operator()(void* p) const { std::free(p); }
 
+namespace {
+constexpr size_t kHugePageBytes = size_t{2} << 20;  // x86-64's transparent huge page
+}  // namespace
+
 Tensor::Tensor(DType dtype, Shape shape) {
   int64_t count = checked_numel(shape, "shape");
   size_t element = dtype_size(dtype);
@@ -67,8 +75,19 @@ Tensor::Tensor(DType dtype, Shape shape) {
   size_t bytes = static_cast<size_t>(count) * element;
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
-  void* raw = std::aligned_alloc(64, rounded);
+  // A tensor of whole 2 MiB pages or more starts on a 2 MiB boundary and
+  // asks for transparent huge pages (THP "madvise" is a common default).
+  // Its zeroing otherwise costs a page fault every 4 KiB: on a Zen 3 VM,
+  // 2.3 ms for a fresh 4 MiB tensor, more than quantizing the 16 MiB
+  // matrix it holds the codes of (3.0 ms). Only the whole huge pages are
+  // advised, so the tail keeps small pages and no memory is added.
+  const bool huge = rounded >= kHugePageBytes;
+  void* raw = nullptr;
+  if (posix_memalign(&raw, huge ? kHugePageBytes : 64, rounded) != 0) raw = nullptr;
   if (!raw) fail("shape", shape_string(shape), "out of memory");
+#ifdef __linux__
+  if (huge) madvise(raw, rounded / kHugePageBytes * kHugePageBytes, MADV_HUGEPAGE);  // a hint
+#endif
   std::memset(raw, 0, rounded);
   storage_ = std::shared_ptr<void>(raw, Free{});
   view_ = TensorView(dtype, std::move(shape), raw);
