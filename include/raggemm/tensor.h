@@ -1,5 +1,6 @@
 // TensorView: a non-owning, typed, strided view. Tensor: an owning,
-// 64-byte-aligned, zero-initialized, row-major buffer.
+// 64-byte-aligned, zero-initialized, row-major buffer (2 MiB-aligned and
+// advised as transparent huge pages from 2 MiB up: core/tensor.cc).
 #pragma once
 
 #include <cstdint>
