@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backends/gmm_spec.h"
+#include "backends/workspace.h"
 #include "kernels/machine_model.h"
 #include "raggemm/problem.h"
 
@@ -48,10 +49,12 @@ class Backend {
                                                 const kernels::MachineModel& machine, int round,
                                                 const Measurements& measured) const = 0;
 
-  // Runs `spec` with `config` (all tiles set). Workspaces are the backend's
-  // own: the CPU kernels keep per-thread packing buffers
-  // (kernels/workspace.h); a device backend would keep device scratch.
-  virtual void run(const GmmSpec& spec, const TuneCandidate& config) const = 0;
+  // Runs `spec` with `config` (all tiles set), its scratch in `workspace`
+  // (this backend's part of it, made on first use) or, null, in the
+  // backend's own (the CPU kernels: each thread's packing buffers, kept for
+  // the thread's life). A workspace held by another call is refused.
+  virtual void run(const GmmSpec& spec, const TuneCandidate& config,
+                   Workspace* workspace) const = 0;
 };
 
 }  // namespace raggemm::backends

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/worker_spans.h"
+#include "kernels/workspace.h"
 
 namespace raggemm::kernels {
 
@@ -43,6 +44,15 @@ inline int team_size(int threads, int64_t count) {
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, count)));
 }
 
+// The workspace bound on the calling thread, with a set for each of the
+// team's threads (made here, before the team starts), or null. Each worker
+// binds it as its own thread number: the caller, worker 0, keeps its set.
+inline Workspace* lend_workspace_to_team(int team) {
+  Workspace* const lent = bound_workspace();
+  if (lent) lent->reserve_threads(team);
+  return lent;
+}
+
 template <class Fn>
 void parallel_items(const std::vector<int64_t>& costs, int threads, Fn&& fn) {
   const std::vector<int64_t> order = largest_first(costs);
@@ -50,8 +60,13 @@ void parallel_items(const std::vector<int64_t>& costs, int threads, Fn&& fn) {
   const int team = team_size(threads, count);
   WorkerSpanRecorder* recorder = WorkerSpanRecorder::active();
   if (recorder) recorder->prepare(team);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(team)
-  for (int64_t i = 0; i < count; ++i) run_noted(recorder, omp_get_thread_num(), order[i], fn);
+  Workspace* const lent = lend_workspace_to_team(team);
+#pragma omp parallel num_threads(team)
+  {
+    const WorkspaceBinding binding(lent, omp_get_thread_num());
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t i = 0; i < count; ++i) run_noted(recorder, omp_get_thread_num(), order[i], fn);
+  }
 }
 
 // The same items, sorted largest first, taken from both ends: even-numbered
@@ -81,8 +96,10 @@ void parallel_items_two_ended(const std::vector<int64_t>& costs, int threads, Fn
   const int team = team_size(threads, count);
   WorkerSpanRecorder* recorder = WorkerSpanRecorder::active();
   if (recorder) recorder->prepare(team);
+  Workspace* const lent = lend_workspace_to_team(team);
 #pragma omp parallel num_threads(team)
   {
+    const WorkspaceBinding binding(lent, omp_get_thread_num());
     const bool largest = omp_get_thread_num() % 2 == 0;
     for (;;) {
       int64_t item = -1;

@@ -9,6 +9,7 @@
 
 #include "backends/cpu/candidates.h"
 #include "backends/registry.h"
+#include "backends/workspace.h"
 #include "raggemm/error.h"
 #include "raggemm/tensor.h"
 #include "tune/equivalence.h"
@@ -186,11 +187,14 @@ class Bench {
     spec.out = out_.view();
     spec.threads = threads_;
     backends::derive(spec);
-    backend_.run(spec, c);
+    backend_.run(spec, c, &workspace_);
   }
 
   GmmShape shape_;
   const backends::Backend& backend_;
+  // The candidates' scratch: freed with the bench, so the largest tile tried
+  // does not stay in every thread's own buffers after tuning.
+  backends::Workspace workspace_;
   int threads_;
   std::function<bool(const TuneCandidate&)> sabotage_;
   std::function<void(const TuneCandidate&)> before_run_;

@@ -75,7 +75,7 @@ class DecliningBackend final : public backends::Backend {
                                         const backends::Measurements&) const override {
     return {};
   }
-  void run(const backends::GmmSpec&, const TuneCandidate&) const override {
+  void run(const backends::GmmSpec&, const TuneCandidate&, backends::Workspace*) const override {
     ADD_FAILURE() << "a backend that declined ran";
   }
 };

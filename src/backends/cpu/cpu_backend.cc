@@ -1,11 +1,21 @@
 #include "backends/cpu/cpu_backend.h"
 
+#include <optional>
+
 #include "backends/cpu/candidates.h"
 #include "backends/cpu/heuristic.h"
 #include "backends/kernel_problem.h"
+#include "kernels/workspace.h"
 
 namespace raggemm::backends::cpu {
 namespace {
+
+// The CPU backend's part of a caller's workspace: the kernels' packing
+// buffers, one set per thread of the teams its calls start.
+struct PackingBuffers final : Workspace::Part {
+  kernels::Workspace buffers;
+  int64_t bytes() const override { return buffers.bytes(); }
+};
 
 class CpuBackend final : public Backend {
  public:
@@ -28,7 +38,14 @@ class CpuBackend final : public Backend {
     return tuning_candidates(shape, machine, round, measured);
   }
 
-  void run(const GmmSpec& spec, const TuneCandidate& config) const override {
+  void run(const GmmSpec& spec, const TuneCandidate& config,
+           Workspace* workspace) const override {
+    std::optional<Workspace::InUse> held;
+    std::optional<kernels::WorkspaceBinding> lent;
+    if (workspace) {
+      held.emplace(*workspace);
+      lent.emplace(&workspace->part<PackingBuffers>(name()).buffers, 0);
+    }
     kernels::Schedule schedule;
     schedule.tiles = config.tiles;
     schedule.threads = resolved_threads(spec);

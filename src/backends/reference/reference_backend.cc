@@ -1,5 +1,7 @@
 #include "backends/reference/reference_backend.h"
 
+#include <optional>
+
 #include "backends/kernel_problem.h"
 #include "kernels/reference.h"
 
@@ -30,7 +32,11 @@ class ReferenceBackend final : public Backend {
     return {heuristic(shape, machine, std::nullopt)};
   }
 
-  void run(const GmmSpec& spec, const TuneCandidate&) const override {
+  // The f64 accumulators are the oracle's own; a lent workspace is only
+  // held, so the one-call-at-a-time contract is the same on every backend.
+  void run(const GmmSpec& spec, const TuneCandidate&, Workspace* workspace) const override {
+    std::optional<Workspace::InUse> held;
+    if (workspace) held.emplace(*workspace);
     if (spec.pass == Pass::kGradRhs) {
       kernels::reference_tgmm(tgmm_problem(spec));
     } else {
