@@ -25,7 +25,9 @@ from pathlib import Path
 HEADER = """# Performance
 
 Produced by `bench/run_performance.sh` (rerun it on a machine to refresh that
-machine's section; the other sections stay). Each section names the machine as
+machine's section; the other sections stay). The text after the sections is
+rewritten from bench/performance_records.md and bench/performance_notes.md on
+every sweep: edit it there. Each section names the machine as
 read there. Every figure is, per case, the median over the rounds (the whole
 sweep repeated) of one `raggemm bench` run's median of the timed runs after
 warm-up (M = 4096). Each bench run times, on the same inputs: ours; oneDNN's
