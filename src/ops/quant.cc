@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -25,7 +24,7 @@ namespace {
 using ops::absmax_bits;
 using ops::encoder_of;
 using ops::gather_input;
-using ops::magnitude_bits;
+using ops::share_of;
 
 // Where each element's scale lives: element index (i_0..i_{r-1}) maps to
 // scale offset sum_a (i_a / divisor[a]) * scale_stride[a].
@@ -141,11 +140,6 @@ bool cells_within_rows(const CellLayout& layout) {
   return true;
 }
 
-// Outer rows [begin, end) of thread t of n: contiguous, equal shares.
-std::pair<int64_t, int64_t> share_of(int64_t rows, int t, int n) {
-  return {rows * t / n, rows * (t + 1) / n};
-}
-
 // Reads element j of a span as f32.
 float load_input(const TensorView& input, int64_t offset) {
   switch (input.dtype) {
@@ -232,13 +226,8 @@ QuantizedTensor quantize(const TensorView& input, QuantType type, const Granular
   // Threads split the outer rows. Maxima are exact and codes are per
   // element, so the thread count changes no bit. Where a scale cell spans
   // outer rows (a reduced outer axis), one thread finds the maxima alone.
-  // Small tensors stay on one thread: starting a team costs more than them.
-  constexpr int64_t kElementsPerThread = int64_t{1} << 15;
   const int64_t rows = outer_rows(layout);
-  const int64_t numel = input.numel();
-  const int wanted = threads > 0 ? threads : omp_get_max_threads();
-  const int team = static_cast<int>(
-      std::max<int64_t>(1, std::min<int64_t>({wanted, rows, numel / kElementsPerThread})));
+  const int team = ops::quantize_team(threads, rows, input.numel());
   const bool split_maxima = cells_within_rows(layout);
   constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
   std::vector<int64_t> first_bad(static_cast<size_t>(team), kNone);  // per thread
@@ -266,7 +255,10 @@ QuantizedTensor quantize(const TensorView& input, QuantType type, const Granular
   };
 
   // Rows whose last axis keeps its scale. Maxima over magnitude_bits, per
-  // element's cell; false when an element is not finite.
+  // element's cell; false when an element is not finite. The last axis
+  // keeps its scale, so its scale stride is 1 (the scales' row-major last
+  // axis): a row's cells are contiguous, and the span kernels of
+  // quantize_scaled serve (ops/quant_spans.h, compiled per SIMD level).
   const int64_t inner = input.rank() > 0 ? input.shape.back() : 1;
   const int64_t inner_stride = input.rank() > 0 ? layout.input_strides.back() : 1;
   const int64_t inner_scale_stride = input.rank() > 0 ? layout.scale_stride.back() : 0;
@@ -277,23 +269,11 @@ QuantizedTensor quantize(const TensorView& input, QuantType type, const Granular
     for_each_row(layout, 0, rows, [&](int64_t offset, int64_t cell, int64_t) {
       for_each_f32_chunk(input, offset, inner_stride, inner,
                          [&](const float* x, int64_t j0, int64_t width) {
-                           uint32_t* row = largest.data() + cell + j0 * inner_scale_stride;
-                           for (int64_t j = 0; j < width; ++j) {
-                             const uint32_t bits = magnitude_bits(x[j]);
-                             uint32_t& slot = row[j * inner_scale_stride];
-                             slot = bits > slot ? bits : slot;
-                           }
+                           ops::column_absmax_bits(x, nullptr, width,
+                                                   largest.data() + cell + j0);
                          });
     });
-    constexpr uint32_t kLargestFinite = 0x7f7fffffu;
-    bool finite = true;
-    for (size_t i = 0; i < largest.size(); ++i) {
-      finite &= largest[i] <= kLargestFinite;
-      float absmax;
-      std::memcpy(&absmax, &largest[i], sizeof(absmax));
-      scales[i] = scale_of(absmax);
-    }
-    return finite;
+    return ops::scales_from_maxima(largest.data(), result.scales.numel(), type_max, scales);
   };
   // Dividing by each element's scale here and encoding with divisor 1 gives
   // the codes encode_span gives: encoders encode x / divisor, and x / 1 is x.
@@ -302,11 +282,8 @@ QuantizedTensor quantize(const TensorView& input, QuantType type, const Granular
     for_each_row(layout, row_begin, row_end, [&](int64_t offset, int64_t cell, int64_t flat) {
       for_each_f32_chunk(input, offset, inner_stride, inner,
                          [&](const float* x, int64_t j0, int64_t width) {
-                           const float* scale = scales + cell + j0 * inner_scale_stride;
                            float scaled[kChunk];
-                           for (int64_t j = 0; j < width; ++j) {
-                             scaled[j] = x[j] / scale[j * inner_scale_stride];
-                           }
+                           ops::divide_scaled_span(x, nullptr, scales + cell + j0, width, scaled);
                            encode_codes(scaled, width, 1.0f, out, flat + j0);
                          });
     });

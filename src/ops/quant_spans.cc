@@ -5,6 +5,8 @@
 #include <array>
 #include <string>
 
+#include <omp.h>
+
 #include "ops/fp8_encode.h"
 #include "ops/int8_encode.h"
 #include "raggemm/error.h"
@@ -109,6 +111,24 @@ constexpr std::array<core::EncodeSpanFn, kDTypeCount> kFastEncoders = [] {
 }();
 
 }  // namespace
+
+bool scales_from_maxima(const uint32_t* largest, int64_t count, float type_max, float* scales) {
+  bool finite = true;
+  for (int64_t i = 0; i < count; ++i) {
+    float absmax;
+    std::memcpy(&absmax, &largest[i], sizeof(absmax));
+    finite &= finite_absmax(absmax);
+    scales[i] = dynamic_scale(absmax, type_max);
+  }
+  return finite;
+}
+
+int quantize_team(int threads, int64_t rows, int64_t numel) {
+  constexpr int64_t kElementsPerThread = int64_t{1} << 15;
+  const int wanted = threads > 0 ? threads : omp_get_max_threads();
+  return static_cast<int>(
+      std::max<int64_t>(1, std::min<int64_t>({wanted, rows, numel / kElementsPerThread})));
+}
 
 void fail_non_finite(int64_t element) {
   fail("input", "non-finite value at element " + std::to_string(element),

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "core/dtype_traits.h"
 #include "raggemm/tensor.h"
@@ -52,6 +53,20 @@ inline bool finite_absmax(float absmax) { return absmax <= 3.40282347e38f; }
 inline float dynamic_scale(float absmax, float type_max) {
   const float scale = absmax / type_max;
   return scale > 0.0f ? scale : 1.0f;
+}
+
+// Scales of cells whose maxima are `count` magnitude bits (absmax_bits'
+// order), into scales; false when a maximum is not finite.
+bool scales_from_maxima(const uint32_t* largest, int64_t count, float type_max, float* scales);
+
+// Threads that quantize `rows` outer rows of `numel` elements, of `threads`
+// asked for (0: OpenMP's default): small tensors stay on one thread, since
+// starting a team costs more than them.
+int quantize_team(int threads, int64_t rows, int64_t numel);
+
+// Outer rows [begin, end) of thread t of n: contiguous, equal shares.
+inline std::pair<int64_t, int64_t> share_of(int64_t rows, int t, int n) {
+  return {rows * t / n, rows * (t + 1) / n};
 }
 
 // The error of dynamic calibration on a non-finite input element (row-major

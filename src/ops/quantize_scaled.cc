@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -54,11 +53,6 @@ int64_t first_non_finite(const float* row, int64_t count) {
   return kNone;
 }
 
-// Outer rows [begin, end) of thread t of n: contiguous, equal shares.
-std::pair<int64_t, int64_t> share_of(int64_t rows, int t, int n) {
-  return {rows * t / n, rows * (t + 1) / n};
-}
-
 }  // namespace
 
 QuantizedTensor quantize_scaled(const TensorView& input, QuantType type, int kept_axis,
@@ -89,10 +83,7 @@ QuantizedTensor quantize_scaled(const TensorView& input, QuantType type, int kep
 
   // As quantize(): threads split the rows (no bit depends on how), small
   // matrices stay on one thread.
-  constexpr int64_t kElementsPerThread = int64_t{1} << 15;
-  const int wanted = threads > 0 ? threads : omp_get_max_threads();
-  const int team = static_cast<int>(
-      std::max<int64_t>(1, std::min<int64_t>({wanted, rows, rows * columns / kElementsPerThread})));
+  const int team = quantize_team(threads, rows, rows * columns);
   std::vector<int64_t> first_bad(static_cast<size_t>(team), kNone);
   // Per thread: column maxima (kept_axis 1) as magnitude bits.
   std::vector<std::vector<uint32_t>> largest(kept_axis == 1 ? team : 0);
@@ -129,14 +120,11 @@ QuantizedTensor quantize_scaled(const TensorView& input, QuantType type, int kep
 #pragma omp barrier
 #pragma omp single
       {
-        for (int64_t j = 0; j < columns; ++j) {
-          uint32_t bits = 0;
-          for (const std::vector<uint32_t>& partial : largest) bits = std::max(bits, partial[j]);
-          float absmax;
-          std::memcpy(&absmax, &bits, sizeof(absmax));
-          failed |= !finite_absmax(absmax);
-          scales[j] = dynamic_scale(absmax, type_max);
+        std::vector<uint32_t>& merged = largest[0];
+        for (const std::vector<uint32_t>& partial : largest) {
+          for (int64_t c = 0; c < columns; ++c) merged[c] = std::max(merged[c], partial[c]);
         }
+        failed = !scales_from_maxima(merged.data(), columns, type_max, scales);
         // The error names the first non-finite element in row-major order.
         for (int64_t r = 0; failed && r < rows && first_bad[0] == kNone; ++r) {
           const float* x = scaled_row(input, r, factors, row.data(), scratch.data());
