@@ -20,12 +20,29 @@ namespace raggemm::kernels {
 
 enum class Slot { kPackedA, kPackedB, kAccumulator, kLine, kDecoded, kColumnSums, kCount };
 
+// One slot's buffer: grown on demand (old contents dropped), freed with it.
+class ScratchBuffer {
+ public:
+  ScratchBuffer() = default;
+  ~ScratchBuffer();
+  ScratchBuffer(const ScratchBuffer&) = delete;
+  ScratchBuffer& operator=(const ScratchBuffer&) = delete;
+  // At least `floats` floats, 64-byte aligned, in whole cache lines.
+  float* at_least(int64_t floats);
+  int64_t bytes() const { return capacity_ * int64_t{sizeof(float)}; }
+
+ private:
+  float* data_ = nullptr;
+  int64_t capacity_ = 0;  // floats
+};
+
+using ScratchSet = std::array<ScratchBuffer, static_cast<size_t>(Slot::kCount)>;
+
 // Buffers a caller owns: one set of slots per thread index. One call at a
 // time (backends::Workspace holds it so).
 class Workspace {
  public:
-  Workspace();
-  ~Workspace();
+  Workspace() = default;
   Workspace(const Workspace&) = delete;
   Workspace& operator=(const Workspace&) = delete;
 
@@ -40,12 +57,7 @@ class Workspace {
   float* buffer(int thread, Slot slot, int64_t floats);
 
  private:
-  struct Buffer {
-    float* data = nullptr;
-    int64_t capacity = 0;  // floats
-  };
-  using Set = std::array<Buffer, static_cast<size_t>(Slot::kCount)>;
-  std::vector<std::unique_ptr<Set>> sets_;
+  std::vector<std::unique_ptr<ScratchSet>> sets_;
 };
 
 // Lends `workspace` (null: the thread's own buffers) to the kernels this
