@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <memory>
 
+#include "kernels/unsanitized.h"
+
 namespace raggemm::kernels {
 namespace {
 
@@ -15,7 +17,7 @@ constexpr int kLanes = 16;  // independent accumulators: loads never wait on one
 
 // OR of every word of [begin, end): integer ops vectorize at -O3 without
 // reassociating floating point, and an OR costs far less than a DRAM load.
-uint64_t or_reduce(const uint64_t* begin, const uint64_t* end) {
+RAGGEMM_UNSANITIZED uint64_t or_reduce(const uint64_t* begin, const uint64_t* end) {
   uint64_t acc[kLanes] = {};
   const uint64_t* p = begin;
   for (; p + kLanes <= end; p += kLanes) {

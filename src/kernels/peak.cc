@@ -12,6 +12,7 @@
 #include "kernels/microkernel.h"
 #include "kernels/microkernel_registry.h"
 #include "kernels/peak.h"
+#include "kernels/unsanitized.h"
 #include "kernels/workspace.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -26,7 +27,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 // 16-register targets keep 12 (plus the two constants) to avoid spilling.
 constexpr int kChains = HWY_MAX_BYTES >= 64 ? 24 : 12;
 
-double FmaLoop(int64_t iterations, float seed) {
+RAGGEMM_UNSANITIZED double FmaLoop(int64_t iterations, float seed) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
   V acc[kChains];
