@@ -503,7 +503,7 @@ int run_bench(const std::vector<std::string>& args) {
   return 0;
 }
 
-const CommandRegistrar kRegistrar(
+const CommandRegistrar kBenchRegistrar(
     "bench", "time gmm/dlhs/tgmm against an OpenBLAS per-group loop and one dense sgemm",
     run_bench);
 

@@ -189,8 +189,9 @@ int run_compare(std::vector<std::string> args) {
   return 0;
 }
 
-CommandRegistrar registrar("compare", "compare training runs: per-step losses, speed, loss plot",
-                           run_compare);
+const CommandRegistrar kCompareRegistrar(
+    "compare", "compare training runs: per-step losses, speed, loss plot",
+    run_compare);
 
 }  // namespace
 }  // namespace raggemm::cli

@@ -58,8 +58,9 @@ int run_dequantize(const std::vector<std::string>& args) {
   return 0;
 }
 
-const CommandRegistrar kRegistrar("dequantize", "float32 values of fp8/int8 codes and scales",
-                                  run_dequantize);
+const CommandRegistrar kDequantizeRegistrar(
+    "dequantize", "float32 values of fp8/int8 codes and scales",
+    run_dequantize);
 
 }  // namespace
 }  // namespace raggemm::cli

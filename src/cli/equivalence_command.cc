@@ -133,7 +133,7 @@ int run_equivalence_command(std::vector<std::string> args) {
   return failed > 0 ? 1 : 0;
 }
 
-CommandRegistrar registrar(
+const CommandRegistrar kEquivalenceRegistrar(
     "equivalence",
     "hold MoE layer configurations against the dense reference, leaf by leaf, and check what ran",
     run_equivalence_command);

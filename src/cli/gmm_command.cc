@@ -68,8 +68,8 @@ int run_gmm(const std::vector<std::string>& args) {
   return 0;
 }
 
-const CommandRegistrar kRegistrar("gmm", "grouped matmul lhs[M,K] @ rhs[G,K,N] on .npy files",
-                                  run_gmm);
+const CommandRegistrar kGmmRegistrar("gmm", "grouped matmul lhs[M,K] @ rhs[G,K,N] on .npy files",
+                                     run_gmm);
 
 }  // namespace
 }  // namespace raggemm::cli

@@ -116,8 +116,9 @@ int run_peak(std::vector<std::string> args) {
   return 0;
 }
 
-const CommandRegistrar kRegistrar("peak", "measure the fp32 FMA peak and microkernel throughput",
-                                  run_peak);
+const CommandRegistrar kPeakRegistrar(
+    "peak", "measure the fp32 FMA peak and microkernel throughput",
+    run_peak);
 
 }  // namespace
 }  // namespace raggemm::cli

@@ -128,8 +128,9 @@ int run_plan(const std::vector<std::string>& args) {
   return 0;
 }
 
-const CommandRegistrar kRegistrar("plan", "resolved tile plan of an MoE weight (explicit > cache > heuristic)",
-                                  run_plan);
+const CommandRegistrar kPlanRegistrar(
+    "plan", "resolved tile plan of an MoE weight (explicit > cache > heuristic)",
+    run_plan);
 
 }  // namespace
 }  // namespace raggemm::cli

@@ -69,9 +69,9 @@ int run_quantize(const std::vector<std::string>& args) {
   return 0;
 }
 
-const CommandRegistrar kRegistrar("quantize",
-                                  "quantize a float32 .npy to fp8/int8 codes and scales",
-                                  run_quantize);
+const CommandRegistrar kQuantizeRegistrar("quantize",
+                                          "quantize a float32 .npy to fp8/int8 codes and scales",
+                                          run_quantize);
 
 }  // namespace
 }  // namespace raggemm::cli

@@ -67,9 +67,8 @@ int run_reshard(const std::vector<std::string>& args) {
   return 0;
 }
 
-CommandRegistrar registrar("reshard",
-                           "rewrite a run's checkpoint for another mesh (dp x fsdp x ep)",
-                           run_reshard);
+const CommandRegistrar kReshardRegistrar(
+    "reshard", "rewrite a run's checkpoint for another mesh (dp x fsdp x ep)", run_reshard);
 
 }  // namespace
 }  // namespace raggemm::cli

@@ -55,9 +55,9 @@ int run_tgmm(const std::vector<std::string>& args) {
   return 0;
 }
 
-const CommandRegistrar kRegistrar("tgmm",
-                                  "grad wrt rhs: lhs[M,K]^T @ dout[M,N] per group -> [G,K,N]",
-                                  run_tgmm);
+const CommandRegistrar kTgmmRegistrar("tgmm",
+                                      "grad wrt rhs: lhs[M,K]^T @ dout[M,N] per group -> [G,K,N]",
+                                      run_tgmm);
 
 }  // namespace
 }  // namespace raggemm::cli

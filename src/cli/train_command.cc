@@ -78,8 +78,9 @@ int run_train(std::vector<std::string> args) {
   return 0;
 }
 
-CommandRegistrar registrar("train", "train the MoE model of a config and log loss and GMM speed",
-                           run_train);
+const CommandRegistrar kTrainRegistrar(
+    "train", "train the MoE model of a config and log loss and GMM speed",
+    run_train);
 
 }  // namespace
 }  // namespace raggemm::cli

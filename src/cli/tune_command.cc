@@ -96,8 +96,9 @@ int run_tune(const std::vector<std::string>& args) {
   return 0;
 }
 
-const CommandRegistrar kRegistrar("tune", "autotune the six grouped matmuls of an MoE block into the tune cache",
-                                  run_tune);
+const CommandRegistrar kTuneRegistrar(
+    "tune", "autotune the six grouped matmuls of an MoE block into the tune cache",
+    run_tune);
 
 }  // namespace
 }  // namespace raggemm::cli
