@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 
+#include "raggemm/gmm_workspace.h"
 #include "raggemm/problem.h"
 #include "raggemm/quant_types.h"
 #include "raggemm/tensor.h"
@@ -85,6 +86,9 @@ struct GmmOptions {
   // quantized weight must be of the recipe's type. Unset: operands compute
   // as they are, quantized ones through their own scales.
   std::optional<QuantGmmOptions> quantize;
+  // Set: the kernels' scratch comes from this workspace for the call
+  // (raggemm/gmm_workspace.h); null: each thread's own buffers.
+  GmmWorkspace* workspace = nullptr;
 };
 
 struct TgmmOptions {
@@ -107,6 +111,7 @@ struct TgmmOptions {
   // Set: the drhs pass of this recipe (lhs per row, its scales folded into
   // dout, dout per column); both operands must be plain.
   std::optional<QuantGmmOptions> quantize;
+  GmmWorkspace* workspace = nullptr;  // as GmmOptions::workspace
 };
 
 // Returns a new tensor [M, N] of options.out_dtype (or [M, N/2] with fuse_swiglu).

@@ -9,7 +9,8 @@ namespace {
 // The fields GmmOptions and TgmmOptions share, by the same names.
 template <class Options>
 CallSettings shared_settings(const Options& o) {
-  return CallSettings{o.tiles, o.kernel, o.input_buffer_count, o.out_dtype, o.backend};
+  backends::Workspace* workspace = o.workspace ? &o.workspace->backend_workspace() : nullptr;
+  return CallSettings{o.tiles, o.kernel, o.input_buffer_count, o.out_dtype, o.backend, workspace};
 }
 
 template <class Options>

@@ -71,9 +71,9 @@ TuneCandidate resolve_config(const backends::Backend& backend, const backends::G
 void run(const backends::GmmSpec& spec, const CallSettings& settings) {
   validate_out(spec, settings);
   const backends::Backend& backend = backend_for(spec, settings);
-  // The public ops lend no workspace: the CPU kernels keep each thread's
-  // buffers for the next call, which is what a training loop wants.
-  backend.run(spec, resolve_config(backend, spec, settings), nullptr);
+  // Without a lent workspace the CPU kernels keep each thread's buffers for
+  // the next call, which is what a training loop wants.
+  backend.run(spec, resolve_config(backend, spec, settings), settings.workspace);
 }
 
 }  // namespace raggemm::ops

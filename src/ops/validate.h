@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/gmm_spec.h"
+#include "backends/workspace.h"
 #include "raggemm/gmm.h"
 #include "raggemm/tensor.h"
 
@@ -51,6 +52,8 @@ struct CallSettings {
   int input_buffer_count = 1;
   DType out_dtype = DType::kF32;
   std::string backend;  // "": the first registered backend that runs the spec
+  // Lent to Backend::run for the call; null: the threads' own buffers.
+  backends::Workspace* workspace = nullptr;
 };
 
 // The one validation of a grouped matmul (DESIGN.md s.5): every operand,
