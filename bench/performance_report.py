@@ -87,8 +87,10 @@ def best_probe(path):
     if not probes:
         return None
     best = dict(probes[0])
-    for key in ("fma_peak_gflops", "microkernel_gflops", "int8_microkernel_gops"):
-        if all(key in p for p in probes):  # int8_microkernel_gops: probes since 6 Dec 2026
+    for key in ("fma_peak_gflops", "microkernel_gflops", "int8_microkernel_gops",
+                "bf16_microkernel_gflops"):
+        # int8_microkernel_gops: probes since 6 Dec 2026; bf16_microkernel_gflops: since 6 Dec, 20:00
+        if all(key in p for p in probes):
             best[key] = max(p[key] for p in probes)
     if "dram_read_gbps" in best:
         by_threads = {}
@@ -215,6 +217,11 @@ def section(results, threads, reps, rounds):
         out.append(f"| int8 microkernel, L1-resident panels | {peak['int8_microkernel_target']} | "
                    f"{peak['threads']} | {peak['int8_microkernel_gops']:.1f} GOP/s "
                    f"({peak['int8_microkernel_gops'] / peak['fma_peak_gflops']:.2f}x the FMA peak) |")
+    if peak.get("bf16_microkernel_gflops", 0) > 0:
+        # The bf16 dot kernel against the f32 microkernel: what bf16 x bf16 passes can gain here.
+        out.append(f"| bf16 dot microkernel, L1-resident panels | {peak['bf16_microkernel_target']} | "
+                   f"{peak['threads']} | {peak['bf16_microkernel_gflops']:.1f} GFLOP/s "
+                   f"({peak['bf16_microkernel_gflops'] / peak['microkernel_gflops']:.2f}x the f32 microkernel) |")
     for entry in peak.get("dram_read_gbps", []):
         out.append(f"| DRAM read ({peak.get('dram_probe_mib', '?')} MiB buffer) | - | {entry['threads']} | "
                    f"{entry['gbps']:.1f} GB/s |")

@@ -59,6 +59,7 @@ struct BenchFlags {
   std::string bandwidth_mib = "0";
   std::string target = "best";
   std::string int8_kernel = "auto";
+  std::string bf16_kernel = "auto";
   bool json = false;
   bool check = false;
   bool no_roofline = false;
@@ -220,6 +221,9 @@ int run_bench(const std::vector<std::string>& args) {
   app.add_option("--int8-kernel", flags.int8_kernel,
                  "int8 microkernel: auto, AVX512_VNNI, AVX_VNNI, AVX2 or SCALAR")
       ->capture_default_str();
+  app.add_option("--bf16-kernel", flags.bf16_kernel,
+                 "bf16 x bf16 kernel: auto, AVX512_BF16, SCALAR or WIDEN (to f32)")
+      ->capture_default_str();
   app.add_flag("--peer-child", flags.peer_child, "internal: run as the child OpenBLAS peer")
       ->group("");
   parse_command_line(app, args);
@@ -237,6 +241,7 @@ int run_bench(const std::vector<std::string>& args) {
   require(!flags.op.empty(), "op", flags.op, "required: gmm, dlhs or tgmm (or --cases)");
   force_simd_target(flags.target, "--target");
   force_int8_kernel(flags.int8_kernel, "--int8-kernel");
+  force_bf16_kernel(flags.bf16_kernel, "--bf16-kernel");
   const BenchOp op = bench::parse_bench_op(flags.op, "op");
   const int64_t m = parse_int(flags.m, "--m", 1, INT32_MAX);
   const int64_t k = parse_int(flags.k, "--k", 1, 1 << 24);
@@ -429,6 +434,9 @@ int run_bench(const std::vector<std::string>& args) {
   }
   if (quant && *quant == QuantRecipe::kInt8) {
     result["int8_microkernel"] = kernels::selected_microkernel(kernels::ComputeType::kInt8Dot);
+  }
+  if (settings.dtype == DType::kBF16) {
+    result["bf16_microkernel"] = kernels::selected_microkernel(kernels::ComputeType::kBf16Dot);
   }
   if (quant) {
     result["quantize_median_ms"] = quant_times.quantize_seconds * 1e3;

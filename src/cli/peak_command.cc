@@ -38,6 +38,9 @@ int run_peak(std::vector<std::string> args) {
   std::string int8_kernel = "auto";
   app.add_option("--int8-kernel", int8_kernel,
                  "int8 microkernel to report as selected: auto, AVX512_VNNI, AVX_VNNI, AVX2, SCALAR");
+  std::string bf16_kernel = "auto";
+  app.add_option("--bf16-kernel", bf16_kernel,
+                 "bf16 dot kernel bf16 passes run: auto (measured), AVX512_BF16, SCALAR or WIDEN; the probe times the dot kernel either way");
   bool no_bandwidth = false;
   app.add_option("--bandwidth-mib", bandwidth_text,
                  "DRAM probe buffer in MiB (0: 8 x L3, within 256 MiB..1 GiB)");
@@ -48,7 +51,11 @@ int run_peak(std::vector<std::string> args) {
   const int64_t bandwidth_mib = parse_int(bandwidth_text, "--bandwidth-mib", 0, 1 << 16);
   force_simd_target(target, "--target");
   force_int8_kernel(int8_kernel, "--int8-kernel");
+  force_bf16_kernel(bf16_kernel, "--bf16-kernel");
   const kernels::PeakRates rates = kernels::measure_peaks(threads, 3, true);
+  // What bf16 x bf16 passes run on: the dot kernel, or "WIDEN" (forced, none
+  // here, or measured slower than the f32 microkernel).
+  const std::string bf16_selected = kernels::selected_microkernel(kernels::ComputeType::kBf16Dot);
   const double fma_gflops = rates.fma_gflops, uk_gflops = rates.microkernel_gflops;
   // DRAM read bandwidth for every thread count up to `threads`: the memory
   // side of the benchmarks' roofline (docs/performance.md).
@@ -67,7 +74,10 @@ int run_peak(std::vector<std::string> args) {
                                   {"microkernel_target", rates.microkernel_target},
                                   {"microkernel_gflops", uk_gflops},
                                   {"int8_microkernel_target", rates.int8_microkernel_target},
-                                  {"int8_microkernel_gops", rates.int8_microkernel_gops}};
+                                  {"int8_microkernel_gops", rates.int8_microkernel_gops},
+                                  {"bf16_microkernel_target", rates.bf16_microkernel_target},
+                                  {"bf16_microkernel_gflops", rates.bf16_microkernel_gflops},
+                                  {"bf16_selected", bf16_selected}};
     // The machine as the heuristic sees it, and what the peers run here:
     // the facts a docs/performance.md section names (read, not written).
     const kernels::MachineModel model = kernels::this_machine_model(threads);
@@ -107,6 +117,15 @@ int run_peak(std::vector<std::string> args) {
     std::printf("int8 microkernel (%s, L1-resident panels): %.1f GOP/s (%.2fx fma peak)\n",
                 rates.int8_microkernel_target, rates.int8_microkernel_gops,
                 rates.int8_microkernel_gops / fma_gflops);
+    if (rates.bf16_microkernel_gflops > 0) {
+      std::printf(
+          "bf16 dot microkernel (%s, L1-resident panels): %.1f GFLOP/s (%.2fx the f32 "
+          "microkernel); bf16 passes run: %s\n",
+          rates.bf16_microkernel_target, rates.bf16_microkernel_gflops,
+          rates.bf16_microkernel_gflops / uk_gflops, bf16_selected.c_str());
+    } else {
+      std::printf("bf16 dot microkernel: none on this CPU (bf16 passes widen to f32)\n");
+    }
     for (size_t t = 0; t < bandwidth_gbps.size(); ++t) {
       std::printf("dram read bandwidth (%lld MiB buffer), %zu thread%s: %.1f GB/s\n",
                   (long long)(probe_bytes / (1024 * 1024)), t + 1, t ? "s" : "",

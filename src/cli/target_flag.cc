@@ -22,4 +22,9 @@ void force_int8_kernel(const std::string& name, const std::string& argument) {
           "not an int8 microkernel this CPU runs (AVX512_VNNI, AVX_VNNI, AVX2, SCALAR, auto)");
 }
 
+void force_bf16_kernel(const std::string& name, const std::string& argument) {
+  require(kernels::force_bf16_microkernel(name), argument, name,
+          "not a bf16 kernel this CPU runs (AVX512_BF16, SCALAR, WIDEN, auto)");
+}
+
 }  // namespace raggemm::cli

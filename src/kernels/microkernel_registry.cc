@@ -9,6 +9,7 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "kernels/bf16_dot_choice.h"
 #include "kernels/cpu_features.h"
 
 namespace raggemm::kernels {
@@ -16,14 +17,17 @@ namespace {
 
 // A hand-written kernel of type Kernel (Bf16Microkernel, Int8Microkernel):
 // its vector family, the CPU features it needs, its description (run null
-// when this build lacks its instructions), and whether it is chosen
-// without being forced (a scalar twin kept for tests is not).
+// when this build lacks its instructions), whether it is chosen
+// without being forced (a scalar twin kept for tests is not), and, where
+// having the instructions is not enough, a measurement that must favour it
+// before it is chosen without being forced (null: none needed).
 template <class Kernel>
 struct Registration {
   VectorFamily family;
   bool (*needs)(const CpuFeatures&);
   Kernel (*describe)();
   bool automatic;
+  bool (*pays_off)(const Kernel&) = nullptr;
 };
 
 bool always(const CpuFeatures&) { return true; }
@@ -34,7 +38,10 @@ bool always(const CpuFeatures&) { return true; }
 const Registration<Bf16Microkernel> kBf16Kernels[] = {
     {VectorFamily::kAvx512,
      [](const CpuFeatures& f) { return f.avx512f && f.avx512bw && f.avx512bf16; },
-     &bf16_microkernel_avx512, true},
+     &bf16_microkernel_avx512, true,
+     // Faster than widening on some CPUs with the instruction, slower on
+     // others: measured (bf16_dot_choice.h).
+     [](const Bf16Microkernel& k) { return bf16_dot_rates(k).dot_chosen; }},
     // The scalar twin runs only when forced: without a SIMD dot kernel bf16
     // widens to f32, which is faster than this loop.
     {VectorFamily::kPortable, &always, &bf16_microkernel_scalar, false},
@@ -74,11 +81,21 @@ struct Table {
   }
 
   // The forced kernel, else the fastest automatic one whose family the
-  // Highway dispatch allows now, else null.
+  // Highway dispatch allows now and whose measurement (if it needs one)
+  // favours it, else null.
   const Kernel* select() const {
     const int forced = forced_index.load(std::memory_order_relaxed);
     if (forced == kNone) return nullptr;
     if (forced >= 0) return &runnable[static_cast<size_t>(forced)];
+    const Kernel* kernel = candidate();
+    if (kernel == nullptr) return nullptr;
+    const Registration<Kernel>& r = registration_of(kernel);
+    return r.pays_off == nullptr || r.pays_off(*kernel) ? kernel : nullptr;
+  }
+
+  // The fastest automatic kernel whose family the dispatch allows now,
+  // before any measurement is asked.
+  const Kernel* candidate() const {
     for (size_t i = 0; i < runnable.size(); ++i) {
       const Registration<Kernel>& r = runnable_registration[i];
       if (r.automatic && family_allowed(r.family)) return &runnable[i];
@@ -86,9 +103,12 @@ struct Table {
     return nullptr;
   }
 
+  const Registration<Kernel>& registration_of(const Kernel* kernel) const {
+    return runnable_registration[static_cast<size_t>(kernel - runnable.data())];
+  }
+
   VectorFamily family_of(const Kernel* kernel) const {
-    return kernel ? runnable_registration[static_cast<size_t>(kernel - runnable.data())].family
-                  : VectorFamily::kPortable;
+    return kernel ? registration_of(kernel).family : VectorFamily::kPortable;
   }
 
   bool force(const std::string& target, const char* none_name) {
@@ -257,6 +277,7 @@ bool force_microkernel(ComputeType type, const std::string& target) {
 
 const std::vector<Bf16Microkernel>& bf16_microkernels() { return bf16_table().runnable; }
 const Bf16Microkernel* select_bf16_microkernel() { return bf16_table().select(); }
+const Bf16Microkernel* bf16_dot_candidate() { return bf16_table().candidate(); }
 bool force_bf16_microkernel(const std::string& target) {
   return force_microkernel(ComputeType::kBf16Dot, target);
 }

@@ -105,23 +105,42 @@ PeakResult measure_int8_microkernel_peak(int64_t calls, int64_t kq) {
   return {uk.target, seconds, 2.0 * 4 * kq * uk.mr * uk.nr * static_cast<double>(calls)};
 }
 
+PeakResult measure_bf16_microkernel_peak(int64_t calls, int64_t kp) {
+  // The kernel bf16 passes run on, else the SIMD one the automatic choice
+  // measured (and may have turned down for widening).
+  const Bf16Microkernel* uk = select_bf16_microkernel();
+  if (uk == nullptr) uk = bf16_dot_candidate();
+  if (uk == nullptr) return {"WIDEN", 0, 0};
+  uint16_t* a = workspace_as<uint16_t>(Slot::kPackedA, kp * uk->mr * 2);
+  uint16_t* b = workspace_as<uint16_t>(Slot::kPackedB, kp * uk->nr * 2);
+  float* c = workspace(Slot::kAccumulator, uk->mr * uk->nr);
+  std::fill(a, a + kp * uk->mr * 2, uint16_t{0x3a83});  // bf16 of about 1e-3
+  std::fill(b, b + kp * uk->nr * 2, uint16_t{0x3a83});
+  std::fill(c, c + uk->mr * uk->nr, 0.0f);
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < calls; ++i) uk->run(kp, a, b, c, uk->nr, uk->mr, uk->nr, Store::kAccumulate);
+  const double seconds = seconds_since(start);
+  return {uk->target, seconds, 2.0 * 2 * kp * uk->mr * uk->nr * static_cast<double>(calls)};
+}
+
 PeakRates measure_peaks(int threads, int rounds, bool microkernel) {
   PeakRates rates;
   for (int round = 0; round < rounds; ++round) {
     double fma_flops = 0, fma_seconds = 0, uk_flops = 0, uk_seconds = 0, i8_ops = 0,
-           i8_seconds = 0;
+           i8_seconds = 0, bf_flops = 0, bf_seconds = 0;
     const char* fma_target = "";
     const char* uk_target = "";
     const char* i8_target = "";
-#pragma omp parallel num_threads(threads) reduction(+ : fma_flops, uk_flops, i8_ops) \
-    reduction(max : fma_seconds, uk_seconds, i8_seconds)
+    const char* bf_target = "";
+#pragma omp parallel num_threads(threads) reduction(+ : fma_flops, uk_flops, i8_ops, bf_flops) \
+    reduction(max : fma_seconds, uk_seconds, i8_seconds, bf_seconds)
     {
       measure_fma_peak(2000000);  // warm-up: clocks ramp, caches fill
 #pragma omp barrier
       const PeakResult fma = measure_fma_peak(20000000);
       fma_flops += fma.flops;
       fma_seconds = fma.seconds;
-      PeakResult uk{"", 0, 0}, i8{"", 0, 0};
+      PeakResult uk{"", 0, 0}, i8{"", 0, 0}, bf{"", 0, 0};
       if (microkernel) {
         measure_microkernel_peak(2000, 256);
 #pragma omp barrier
@@ -134,12 +153,19 @@ PeakRates measure_peaks(int threads, int rounds, bool microkernel) {
         i8 = measure_int8_microkernel_peak(20000, 128);
         i8_ops += i8.flops;
         i8_seconds = i8.seconds;
+        // 128 pairs: the bf16 B panel (nr x 512 bytes) and A panel in L1.
+        measure_bf16_microkernel_peak(2000, 128);
+#pragma omp barrier
+        bf = measure_bf16_microkernel_peak(20000, 128);
+        bf_flops += bf.flops;
+        bf_seconds = bf.seconds;
       }
 #pragma omp critical
       {
         fma_target = fma.target;
         uk_target = uk.target;
         i8_target = i8.target;
+        bf_target = bf.target;
       }
     }
     rates.fma_target = fma_target;
@@ -150,6 +176,11 @@ PeakRates measure_peaks(int threads, int rounds, bool microkernel) {
       rates.int8_microkernel_target = i8_target;
       rates.int8_microkernel_gops =
           std::max(rates.int8_microkernel_gops, i8_ops / i8_seconds / 1e9);
+      rates.bf16_microkernel_target = bf_target;
+      if (bf_seconds > 0) {
+        rates.bf16_microkernel_gflops =
+            std::max(rates.bf16_microkernel_gflops, bf_flops / bf_seconds / 1e9);
+      }
     }
   }
   return rates;

@@ -25,10 +25,18 @@ PeakResult measure_microkernel_peak(int64_t calls, int64_t kc);
 // AVX2 kernel's vpmaddwd + vpaddd pairs cap it near 1.5x on a Zen 3.
 PeakResult measure_int8_microkernel_peak(int64_t calls, int64_t kq);
 
+// The same for the bf16 dot kernel (kp pairs of k; 2 flops a multiply-add):
+// the selected one, else the SIMD one the automatic choice turned down, or
+// {"WIDEN", 0, 0} when this CPU has none. It shows whether the dot kernel
+// beats the f32 microkernel here: its instruction does twice the
+// multiply-adds of an FMA, at a rate that differs between CPUs
+// (bf16_dot_choice.h).
+PeakResult measure_bf16_microkernel_peak(int64_t calls, int64_t kp);
+
 // Both probes on `threads` OpenMP threads started together behind a
 // barrier, best of `rounds` (one thread descheduled for a moment would
 // otherwise stretch the slowest thread's time, which the aggregate rate
-// divides by). The microkernel probes (f32 and int8) run only when
+// divides by). The microkernel probes (f32, int8, bf16) run only when
 // `microkernel`.
 struct PeakRates {
   const char* fma_target = "";
@@ -37,6 +45,8 @@ struct PeakRates {
   double microkernel_gflops = 0;
   const char* int8_microkernel_target = "";
   double int8_microkernel_gops = 0;
+  const char* bf16_microkernel_target = "";
+  double bf16_microkernel_gflops = 0;  // 0: no bf16 dot kernel selected (WIDEN)
 };
 PeakRates measure_peaks(int threads, int rounds, bool microkernel);
 

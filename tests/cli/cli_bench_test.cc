@@ -157,6 +157,40 @@ TEST(CliBenchRoofline, BytesMovedCountsEachOperandOnce) {
   EXPECT_FALSE(nlohmann::json::parse(result.out).contains("bound_ms"));
 }
 
+// --bf16-kernel: bf16 runs report the bf16 kernel that ran (WIDEN when
+// forced so, the dot kernel when forced to it), and `raggemm peak` reports
+// the dot kernel's rate and what bf16 passes run on by default.
+TEST(CliBenchBf16Kernel, ForcedKernelIsTheOneReported) {
+  TempDir dir;
+  std::vector<std::string> kernels = {"WIDEN", "SCALAR", "auto"};
+  if (__builtin_cpu_supports("avx512bf16")) kernels.push_back("AVX512_BF16");
+  for (const std::string& kernel : kernels) {
+    CliResult result = run_cli(dir, {"bench", "gmm", "--m", "48", "--k", "16", "--n", "24",
+                                     "--groups", "3", "--dtype", "bf16", "--bf16-kernel", kernel,
+                                     "--reps", "1", "--threads", "1", "--no-roofline",
+                                     "--check", "--json"});
+    ASSERT_EQ(result.exit_code, 0) << kernel << ": " << result.err;
+    const nlohmann::json j = nlohmann::json::parse(result.out);
+    const std::string ran = j.at("bf16_microkernel");
+    if (kernel == "auto") {
+      EXPECT_TRUE(ran == "WIDEN" || ran == "AVX512_BF16") << ran;
+    } else {
+      EXPECT_EQ(ran, kernel);
+    }
+  }
+  CliResult peak = run_cli(dir, {"peak", "--threads", "1", "--no-bandwidth", "--json"});
+  ASSERT_EQ(peak.exit_code, 0) << peak.err;
+  const nlohmann::json p = nlohmann::json::parse(peak.out);
+  const std::string selected = p.at("bf16_selected");
+  if (__builtin_cpu_supports("avx512bf16")) {
+    EXPECT_EQ(p.at("bf16_microkernel_target"), "AVX512_BF16");
+    EXPECT_GT(p.at("bf16_microkernel_gflops").get<double>(), 0);
+    EXPECT_TRUE(selected == "WIDEN" || selected == "AVX512_BF16") << selected;
+  } else {
+    EXPECT_EQ(selected, "WIDEN");
+  }
+}
+
 // An environment that restricts OpenBLAS to a lesser core than the CPU
 // supports: the restricted peer is labelled, and an unrestricted one runs in
 // a child process, checked, and counts as a peer; --no-child-peer keeps it

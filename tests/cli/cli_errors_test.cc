@@ -285,6 +285,8 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"reps_zero", bench({{"--reps", "0"}}), "--reps", "0"},
         ErrorCase{"warmup_negative", bench({{"--warmup", "-1"}}), "--warmup", "-1"},
         ErrorCase{"buffers_zero", bench({{"--buffers", "0"}}), "--buffers", "0"},
+        ErrorCase{"bf16_kernel_unknown", bench({{"--bf16-kernel", "AMX"}}), "--bf16-kernel", "AMX"},
+        ErrorCase{"int8_kernel_unknown", bench({{"--int8-kernel", "NEON"}}), "--int8-kernel", "NEON"},
         ErrorCase{"unknown_flag", bench({{"--jsn", ""}}), "--jsn", ""}),
     [](const ::testing::TestParamInfo<ErrorCase>& info) { return info.param.name; });
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/bf16_dot_choice.h"
 #include "kernels/microkernel_registry.h"
 #include "raggemm/dtype.h"
 #include "support/gmm_case.h"
@@ -254,17 +255,46 @@ TEST(Bf16Dot, Avx512MatchesScalarTwinBitwise) {
   }
 }
 
-// The automatic choice runs the SIMD dot kernel where there is one.
-TEST(Bf16Dot, AutomaticChoiceIsTheSimdKernel) {
+// The automatic choice runs the SIMD dot kernel where there is one and it
+// measured clearly faster than the f32 microkernel here; else bf16 widens.
+TEST(Bf16Dot, AutomaticChoiceFollowsTheMeasuredRates) {
   kernels::force_bf16_microkernel("");
   const kernels::Bf16Microkernel* chosen = kernels::select_bf16_microkernel();
+  const kernels::Bf16Microkernel* candidate = kernels::bf16_dot_candidate();
   if (!has_avx512_bf16()) {
+    EXPECT_EQ(candidate, nullptr);
     EXPECT_EQ(chosen, nullptr);
     return;
   }
-  ASSERT_NE(chosen, nullptr);
-  EXPECT_STREQ(chosen->target, "AVX512_BF16");
+  ASSERT_NE(candidate, nullptr);
+  EXPECT_STREQ(candidate->target, "AVX512_BF16");
+  const kernels::Bf16DotRates& rates = kernels::bf16_dot_rates(*candidate);
+  EXPECT_STREQ(rates.dot_target, "AVX512_BF16");
+  EXPECT_GT(rates.dot_gflops, 0);
+  EXPECT_GT(rates.f32_gflops, 0);
+  EXPECT_EQ(rates.dot_chosen, kernels::bf16_dot_pays_off(rates.dot_gflops, rates.f32_gflops));
+  EXPECT_EQ(chosen, rates.dot_chosen ? candidate : nullptr)
+      << "dot " << rates.dot_gflops << " GFLOP/s, f32 " << rates.f32_gflops;
+  EXPECT_EQ(kernels::selected_microkernel(kernels::ComputeType::kBf16Dot),
+            rates.dot_chosen ? "AVX512_BF16" : "WIDEN");
+  // The answer is measured once: asking again does not flip it.
+  EXPECT_EQ(kernels::select_bf16_microkernel(), chosen);
+  // Forcing overrides the measurement either way.
+  ASSERT_TRUE(kernels::force_bf16_microkernel("AVX512_BF16"));
+  EXPECT_EQ(kernels::select_bf16_microkernel(), candidate);
+  ASSERT_TRUE(kernels::force_bf16_microkernel("WIDEN"));
+  EXPECT_EQ(kernels::select_bf16_microkernel(), nullptr);
+  kernels::force_bf16_microkernel("");
   EXPECT_FALSE(kernels::force_bf16_microkernel("NO_SUCH_KERNEL"));
+}
+
+// The rule: the dot kernel needs a clear margin; a tie widens.
+TEST(Bf16Dot, DotKernelNeedsAClearMarginOverF32) {
+  EXPECT_TRUE(kernels::bf16_dot_pays_off(200, 100));  // a Zen 5-like 2x
+  EXPECT_TRUE(kernels::bf16_dot_pays_off(115, 100));
+  EXPECT_FALSE(kernels::bf16_dot_pays_off(114, 100));
+  EXPECT_FALSE(kernels::bf16_dot_pays_off(100, 100));
+  EXPECT_FALSE(kernels::bf16_dot_pays_off(58, 100));  // the Intel Xeon measured
 }
 
 // Forced off, bf16 x bf16 is today's widening path: the f32 kernels on the
