@@ -222,7 +222,7 @@ int run_bench(const std::vector<std::string>& args) {
                  "int8 microkernel: auto, AVX512_VNNI, AVX_VNNI, AVX2 or SCALAR")
       ->capture_default_str();
   app.add_option("--bf16-kernel", flags.bf16_kernel,
-                 "bf16 x bf16 kernel: auto, AVX512_BF16, SCALAR or WIDEN (to f32)")
+                 "bf16 x bf16 kernel: auto, AMX_BF16, AVX512_BF16, SCALAR or WIDEN (to f32)")
       ->capture_default_str();
   app.add_flag("--peer-child", flags.peer_child, "internal: run as the child OpenBLAS peer")
       ->group("");

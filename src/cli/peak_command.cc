@@ -40,7 +40,7 @@ int run_peak(std::vector<std::string> args) {
                  "int8 microkernel to report as selected: auto, AVX512_VNNI, AVX_VNNI, AVX2, SCALAR");
   std::string bf16_kernel = "auto";
   app.add_option("--bf16-kernel", bf16_kernel,
-                 "bf16 dot kernel bf16 passes run: auto (measured), AVX512_BF16, SCALAR or WIDEN; the probe times the dot kernel either way");
+                 "bf16 dot kernel bf16 passes run: auto (measured), AMX_BF16, AVX512_BF16, SCALAR or WIDEN; the probe times the fastest dot kernel either way");
   bool no_bandwidth = false;
   app.add_option("--bandwidth-mib", bandwidth_text,
                  "DRAM probe buffer in MiB (0: 8 x L3, within 256 MiB..1 GiB)");

@@ -24,7 +24,7 @@ void force_int8_kernel(const std::string& name, const std::string& argument) {
 
 void force_bf16_kernel(const std::string& name, const std::string& argument) {
   require(kernels::force_bf16_microkernel(name), argument, name,
-          "not a bf16 kernel this CPU runs (AVX512_BF16, SCALAR, WIDEN, auto)");
+          "not a bf16 kernel this CPU runs (AMX_BF16, AVX512_BF16, SCALAR, WIDEN, auto)");
 }
 
 }  // namespace raggemm::cli

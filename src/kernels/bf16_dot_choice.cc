@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <mutex>
+#include <string>
 
 #include "kernels/microkernel.h"
 #include "kernels/workspace.h"
@@ -13,9 +15,10 @@
 namespace raggemm::kernels {
 namespace {
 
-// 256 k: both kernels' panels stay in L1 (the dot kernel's B panel is
-// nr x 256 bf16, the f32 one's nr x 256 f32) and the tile's loads and
-// stores are a few percent of its work, so the rate is the instruction's.
+// 256 k: the kernels' panels stay in L1 (a dot kernel's B panel is
+// nr x 256 bf16, the f32 one's nr x 256 f32; AMX_BF16's A and B panels 16
+// KiB each) and the tile's loads and stores are a few percent of its work,
+// so the rate is the instruction's. 128 pairs are whole 32-k AMX blocks.
 constexpr int64_t kK = 256;
 constexpr int64_t kCalls = 200;  // about 0.4 ms a round at 100 GFLOP/s
 constexpr int kRounds = 5;
@@ -76,12 +79,15 @@ Bf16DotRates measure_bf16_dot_rates(const Bf16Microkernel& dot) {
 }
 
 const Bf16DotRates& bf16_dot_rates(const Bf16Microkernel& dot) {
-  // One dot kernel is ever asked about (the registry's fastest automatic
-  // one), so one answer serves the process.
-  static std::once_flag once;
-  static Bf16DotRates rates;
-  std::call_once(once, [&] { rates = measure_bf16_dot_rates(dot); });
-  return rates;
+  // One answer per kernel serves the process (the registry asks about its
+  // automatic kernels in order, AMX_BF16 before AVX512_BF16). Entries are
+  // never removed, so the references stay valid.
+  static std::mutex mutex;
+  static std::map<std::string, Bf16DotRates> rates;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = rates.find(dot.target);
+  if (it == rates.end()) it = rates.emplace(dot.target, measure_bf16_dot_rates(dot)).first;
+  return it->second;
 }
 
 }  // namespace raggemm::kernels

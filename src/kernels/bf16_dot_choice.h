@@ -35,10 +35,11 @@ inline bool bf16_dot_pays_off(double dot_gflops, double f32_gflops) {
   return dot_gflops >= kBf16DotMargin * f32_gflops;
 }
 
-// Measured the first time it is asked (about 5 ms on one thread, in the
-// caller's thread, with buffers of its own: no thread's or lent workspace is
-// touched), for `dot` against the f32 microkernel the Highway dispatch runs
-// then. Later calls return the same answer.
+// Measured the first time it is asked about `dot` (about 5 ms on one
+// thread, in the caller's thread, with buffers of its own: no thread's or
+// lent workspace is touched), against the f32 microkernel the Highway
+// dispatch runs then. Later calls about the same kernel return the same
+// answer.
 const Bf16DotRates& bf16_dot_rates(const Bf16Microkernel& dot);
 
 // Measures now, every time (raggemm peak reports it).

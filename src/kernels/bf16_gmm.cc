@@ -4,7 +4,8 @@
 // B tile once and reusing it for its m-tiles. tgmm:
 // one item per output tile (group, K-tile, N-tile), walking the group's
 // tokens in slices of tiles.k from its first row, as in tgmm v2. Slices of
-// the contraction are rounded up to even so no pair straddles two slices.
+// the contraction are rounded up to the kernel's packed step (a pair, or
+// the AMX kernel's 32-k block) so no step straddles two slices.
 #include "kernels/bf16_gmm.h"
 
 #include <hwy/cache_control.h>
@@ -30,10 +31,45 @@ uint16_t* bf16_workspace(Slot slot, int64_t count) { return workspace_as<uint16_
 // Bytes a row of A or a column of B takes per pair of k.
 constexpr int64_t kPairBytes = 2 * sizeof(uint16_t);
 
+// Consecutive k one packed step of the kernel's layout holds: a pair, or the
+// AMX kernel's block of 32.
+int64_t k_step(const Bf16Microkernel& uk) {
+  return uk.layout == Bf16Layout::kTileBlocks ? kAmxBlockK : 2;
+}
+
+int64_t round_up(int64_t x, int64_t step) { return (x + step - 1) / step * step; }
+
+// The depth a slice of kc k is packed to (zeros past kc).
+int64_t packed_depth(const Bf16Microkernel& uk, int64_t kc) { return round_up(kc, k_step(uk)); }
+
 // Depth of a slice of the contraction: twice the tiles' k, which the machine
 // model sized for packed f32 panels (the same bytes hold twice as many bf16),
-// rounded up to even.
-int64_t slice_depth(int64_t tile_k) { return std::max<int64_t>(2, tile_k * 2); }
+// rounded up to the kernel's step.
+int64_t slice_depth(const Bf16Microkernel& uk, int64_t tile_k) {
+  return packed_depth(uk, std::max<int64_t>(2, tile_k * 2));
+}
+
+// A rows [r0, r0 + count) over k [k0, k0 + kc) of a row-major [.., K] source
+// (gmm's lhs, dlhs's dout), in the kernel's A layout.
+void pack_a_along_rows(const Bf16Microkernel& uk, const uint16_t* src, int64_t ld, int64_t r0,
+                       int64_t count, int64_t k0, int64_t kc, uint16_t* dst) {
+  if (uk.layout == Bf16Layout::kTileBlocks) {
+    pack_blocks_along_rows(src, ld, r0, count, k0, kc, uk.mr, dst);
+  } else {
+    pack_pairs_along_rows(src, ld, r0, count, k0, kc, uk.mr, dst);
+  }
+}
+
+// A = src^T over tokens [t0, t0 + kc) (zero at or past end), rows
+// [c0, c0 + count): tgmm's lhs, in the kernel's A layout.
+void pack_a_down_columns(const Bf16Microkernel& uk, const uint16_t* src, int64_t ld, int64_t t0,
+                         int64_t kc, int64_t end, int64_t c0, int64_t count, uint16_t* dst) {
+  if (uk.layout == Bf16Layout::kTileBlocks) {
+    pack_blocks_down_columns(src, ld, t0, kc, end, c0, count, uk.mr, dst);
+  } else {
+    pack_pairs_down_columns(src, ld, t0, kc, end, c0, count, uk.mr, dst);
+  }
+}
 
 // Streamed tiles of a contraction this short are bound by their stores; they
 // go along the rows instead (as macro_kernel.cc's row bands).
@@ -42,7 +78,7 @@ constexpr int64_t kRowBandMaxDepth = 16;
 // C[0:rows, 0:cols] (= or +=) A_packed * B_packed for tgmm's tiles.
 void macro_kernel_bf16(const Bf16Microkernel& uk, int64_t kc, const uint16_t* a, int64_t rows,
                        const uint16_t* b, int64_t cols, float* c, int64_t ldc, Store store) {
-  const int64_t kp = pairs_of(kc);
+  const int64_t kp = pairs_of(packed_depth(uk, kc));
   if (store == Store::kStream && kc <= kRowBandMaxDepth) {
     for (int64_t i = 0; i < rows; i += uk.mr) {
       const int height = static_cast<int>(std::min<int64_t>(uk.mr, rows - i));
@@ -67,8 +103,9 @@ void macro_kernel_bf16(const Bf16Microkernel& uk, int64_t kc, const uint16_t* a,
 // B being packed past it and read back (as gmm v2's small items).
 constexpr int64_t kChunkCols = 128;
 
-// The bf16 configuration of the gmm driver (kernels/gmm_driver.h): pairs of
-// k, the bf16 dot microkernel from the registry, f32 accumulation in place
+// The bf16 configuration of the gmm driver (kernels/gmm_driver.h): steps of
+// the kernel's layout (pairs of k, or 32-k blocks), the bf16 dot
+// microkernel from the registry, f32 accumulation in place
 // for an f32 output (else in the chunk's f32 block, which the output's store
 // stage writes once). An item of one m-tile walks its columns in chunks of
 // kChunkCols with its A packed once over all of K; a larger item takes its
@@ -79,8 +116,8 @@ struct Bf16GmmPolicy {
   const Bf16Microkernel& uk;
   OutputView out;
   int mr, nr;
-  int k_group = 2;
-  int64_t a_step_bytes = kPairBytes, b_step_bytes = kPairBytes;
+  int k_group;
+  int64_t a_step_bytes, b_step_bytes;  // a row / column per step: its k as bf16
   int64_t k, n, kc, tm, tn;
 
   Bf16GmmPolicy(const GmmProblem& problem, const Schedule& s, const Bf16Microkernel& kernel)
@@ -89,9 +126,12 @@ struct Bf16GmmPolicy {
         out(problem.output()),
         mr(kernel.mr),
         nr(kernel.nr),
+        k_group(static_cast<int>(k_step(kernel))),
+        a_step_bytes(k_group * static_cast<int64_t>(sizeof(uint16_t))),
+        b_step_bytes(a_step_bytes),
         k(problem.k),
         n(problem.n),
-        kc(slice_depth(s.tiles.k)),
+        kc(slice_depth(kernel, s.tiles.k)),
         tm(whole_panels(s.tiles.m, kernel.mr)),
         tn(whole_panels(s.tiles.n, kernel.nr)) {}
 
@@ -103,25 +143,27 @@ struct Bf16GmmPolicy {
   float* out_at(int64_t row, int64_t col) const { return out.f32_at(row, col); }
 
   void pack_a(int64_t r0, int64_t rows, int64_t k0, int64_t depth, char* dst) const {
-    pack_pairs_along_rows(bits(p.lhs), p.lhs.ld, r0, rows, k0, depth, mr,
-                          reinterpret_cast<uint16_t*>(dst));
+    pack_a_along_rows(uk, bits(p.lhs), p.lhs.ld, r0, rows, k0, depth,
+                      reinterpret_cast<uint16_t*>(dst));
   }
 
   void pack_b(const GroupItem& item, int64_t k0, int64_t depth, int64_t c0, int64_t cols,
               char* dst) const {
     const Operand rhs = p.rhs.group(item.group);
     uint16_t* packed = reinterpret_cast<uint16_t*>(dst);
+    const int64_t padded = packed_depth(uk, depth);  // zero pairs past K
     if (p.transpose_rhs) {  // rhs [N, K]: pairs along its rows
-      pack_pairs_along_rows(bits(rhs), rhs.ld, c0, cols, k0, depth, nr, packed);
+      pack_pairs_along_rows(bits(rhs), rhs.ld, c0, cols, k0, depth, nr, packed, padded);
     } else {  // rhs [K, N]: pairs down its columns
-      pack_pairs_down_columns(bits(rhs), rhs.ld, k0, depth, k, c0, cols, nr, packed);
+      pack_pairs_down_columns(bits(rhs), rhs.ld, k0, padded, k, c0, cols, nr, packed);
     }
   }
 
-  void multiply(int64_t kp, const char* a, const char* b, float* c, int64_t ldc, int rows,
+  void multiply(int64_t steps, const char* a, const char* b, float* c, int64_t ldc, int rows,
                 int cols, bool accumulate) const {
-    uk.run(kp, reinterpret_cast<const uint16_t*>(a), reinterpret_cast<const uint16_t*>(b), c, ldc,
-           rows, cols, accumulate ? Store::kAccumulate : Store::kOverwrite);
+    uk.run(steps * k_group / 2, reinterpret_cast<const uint16_t*>(a),
+           reinterpret_cast<const uint16_t*>(b), c, ldc, rows, cols,
+           accumulate ? Store::kAccumulate : Store::kOverwrite);
   }
 
   void finish(const GroupItem& item, int64_t c0, int64_t cols, const float* acc,
@@ -154,10 +196,9 @@ void run_staged_tgmm_tile(const TgmmProblem& p, int64_t kc_max, const Bf16Microk
   const int64_t ldc = in_place ? p.n : tile.cols;
   for (int64_t t0 = begin; t0 < end; t0 += kc_max) {
     const int64_t kc = std::min(kc_max, end - t0);
-    pack_pairs_down_columns(bits(p.lhs), p.lhs.ld, t0, kc, end, tile.row0, tile.rows, uk.mr,
-                            packed_a);
-    pack_pairs_down_columns(bits(p.dout), p.dout.ld, t0, kc, end, tile.col0, tile.cols, uk.nr,
-                            packed_b);
+    pack_a_down_columns(uk, bits(p.lhs), p.lhs.ld, t0, kc, end, tile.row0, tile.rows, packed_a);
+    pack_pairs_down_columns(bits(p.dout), p.dout.ld, t0, packed_depth(uk, kc), end, tile.col0,
+                            tile.cols, uk.nr, packed_b);
     macro_kernel_bf16(uk, kc, packed_a, tile.rows, packed_b, tile.cols, c, ldc,
                       in_place || t0 > begin ? Store::kAccumulate : Store::kOverwrite);
   }
@@ -183,7 +224,7 @@ void bf16_gmm(const GmmProblem& p, const Schedule& s, const Bf16Microkernel& uk)
 
 void bf16_tgmm(const TgmmProblem& p, const Schedule& s, const Bf16Microkernel& uk) {
   const TgmmTiling tiling = tgmm_tiling(p, s.tiles);
-  const int64_t kc_max = slice_depth(s.tiles.k);
+  const int64_t kc_max = slice_depth(uk, s.tiles.k);
   std::vector<int64_t> costs(static_cast<size_t>(tiling.items()));
   for (int64_t item = 0; item < tiling.items(); ++item) {
     const int64_t g = item / tiling.tiles_per_group();
@@ -213,10 +254,10 @@ void bf16_tgmm(const TgmmProblem& p, const Schedule& s, const Bf16Microkernel& u
       for (int64_t t0 = begin; t0 < end; t0 += kc_max) {
         const int64_t kc = std::min(kc_max, end - t0);
         // lhs^T: packed row i is lhs column row0 + i, contracted over tokens.
-        pack_pairs_down_columns(bits(p.lhs), p.lhs.ld, t0, kc, end, tile.row0, tile.rows, uk.mr,
-                                packed_a);
-        pack_pairs_down_columns(bits(p.dout), p.dout.ld, t0, kc, end, tile.col0, tile.cols, uk.nr,
-                                packed_b);
+        pack_a_down_columns(uk, bits(p.lhs), p.lhs.ld, t0, kc, end, tile.row0, tile.rows,
+                            packed_a);
+        pack_pairs_down_columns(bits(p.dout), p.dout.ld, t0, packed_depth(uk, kc), end,
+                                tile.col0, tile.cols, uk.nr, packed_b);
         macro_kernel_bf16(uk, kc, packed_a, tile.rows, packed_b, tile.cols, c, p.n,
                           t0 > begin ? Store::kAccumulate
                           : stream   ? Store::kStream

@@ -53,7 +53,7 @@ void scalar_run(int64_t kp, const uint16_t* a, const uint16_t* b, float* c, int6
 }  // namespace
 
 Bf16Microkernel bf16_microkernel_scalar() {
-  return Bf16Microkernel{kScalarMR, kScalarNR, "SCALAR", &scalar_run};
+  return Bf16Microkernel{{kScalarMR, kScalarNR, "SCALAR", &scalar_run}};
 }
 
 }  // namespace raggemm::kernels

@@ -36,13 +36,41 @@ namespace raggemm::kernels {
 using Bf16MicrokernelFn = void (*)(int64_t kp, const uint16_t* a, const uint16_t* b, float* c,
                                    int64_t ldc, int rows, int cols, Store store);
 
-using Bf16Microkernel = DotMicrokernel<Bf16MicrokernelFn>;  // "AVX512_BF16", "SCALAR"
+// The packed layouts a kernel reads.
+//   kPairs: as above.
+//   kTileBlocks (AMX, 32 x 32 register tile): K zero-padded to a multiple
+//     of kAmxBlockK; kp (a multiple of 16) pairs.
+//     A_panel: blocks of 32 k, each mr rows of 32 bf16 (64 bytes, one tile
+//              row): a[(blk * mr + i) * 32 + kk] = A(i, 32 blk + kk);
+//     B_panel: as kPairs (pairs of nr columns), zero pairs past K.
+//   Each element: acc = 0, then for each 32-k block in order one
+//   TDPBF16PS adds the block's 32 products, with inputs whose f32
+//   value is subnormal read as zero and subnormal results flushed, rounding
+//   as Intel's hardware does it (the SDM gives no bit-exact order; on the
+//   Xeon model 167 neither vdpbf16ps's sequence nor one rounding per block
+//   reproduces every bit); then C = acc or C = C + acc, as above. The
+//   result does not depend on rows, cols or the thread count, and stays
+//   within the kPairs kernels' error bound (tests/kernels/bf16_gmm_test.cc),
+//   but is not their bits.
+enum class Bf16Layout { kPairs, kTileBlocks };
+inline constexpr int kAmxBlockK = 32;
+
+struct Bf16Microkernel : DotMicrokernel<Bf16MicrokernelFn> {  // "AMX_BF16", "AVX512_BF16", "SCALAR"
+  Bf16Layout layout = Bf16Layout::kPairs;
+};
 
 // The kernels, registered with the CPU features they need in
 // microkernel_registry.cc (which chooses, forces and lists them): the
-// AVX512_BF16 one (bf16_microkernel_x86.cc; run is null when the compiler
-// lacks the instructions) and the portable scalar twin (same bits).
+// AMX_BF16 one (bf16_microkernel_amx.cc), the AVX512_BF16 one
+// (bf16_microkernel_x86.cc; run is null when the compiler lacks the
+// instructions) and the portable scalar twin of the AVX512_BF16 one (same
+// bits).
+Bf16Microkernel bf16_microkernel_amx();
 Bf16Microkernel bf16_microkernel_avx512();
 Bf16Microkernel bf16_microkernel_scalar();
+
+// Whether this process may use the AMX tile registers: asks Linux once
+// (the kernel grants the tile state only on request); false elsewhere.
+bool amx_tile_data_permitted();
 
 }  // namespace raggemm::kernels

@@ -83,11 +83,11 @@ void run(int64_t kp, const uint16_t* a, const uint16_t* b, float* c, int64_t ldc
 
 }  // namespace
 
-Bf16Microkernel bf16_microkernel_avx512() { return Bf16Microkernel{kMR, kNR, "AVX512_BF16", &run}; }
+Bf16Microkernel bf16_microkernel_avx512() { return Bf16Microkernel{{kMR, kNR, "AVX512_BF16", &run}}; }
 
 #else  // not x86 with GCC/Clang: only the scalar twin
 
-Bf16Microkernel bf16_microkernel_avx512() { return Bf16Microkernel{0, 0, "AVX512_BF16", nullptr}; }
+Bf16Microkernel bf16_microkernel_avx512() { return Bf16Microkernel{{0, 0, "AVX512_BF16", nullptr}}; }
 
 #endif
 

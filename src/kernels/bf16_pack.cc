@@ -1,5 +1,7 @@
 #include "kernels/bf16_pack.h"
 
+#include "kernels/bf16_microkernel.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -39,8 +41,9 @@ void transpose_words_4x4(const uint16_t* const rows[4], int64_t p0, int width, u
 }  // namespace
 
 void pack_pairs_along_rows(const uint16_t* src, int64_t ld, int64_t r0, int64_t count, int64_t k0,
-                           int64_t kc, int width, uint16_t* dst) {
-  const int64_t kp = pairs_of(kc);
+                           int64_t kc, int width, uint16_t* dst, int64_t padded_kc) {
+  const int64_t kp = pairs_of(std::max(kc, padded_kc));
+  const int64_t filled = pairs_of(kc);  // pairs past it are zero
   const int64_t whole = kc / 2;  // pairs with both k inside the block
   const int64_t panels = (count + width - 1) / width;
   for (int64_t panel = 0; panel < panels; ++panel) {
@@ -57,8 +60,11 @@ void pack_pairs_along_rows(const uint16_t* src, int64_t ld, int64_t r0, int64_t 
       for (; p < whole; ++p) {
         for (int t = 0; t < 4; ++t) std::memcpy(out + p * width + i + t, rows[t] + 2 * p, 4);
       }
-      if (whole < kp) {  // odd kc: high half zero
+      if (whole < filled) {  // odd kc: high half zero
         for (int t = 0; t < 4; ++t) out[whole * width + i + t] = rows[t][2 * whole];
+      }
+      for (int64_t q = filled; q < kp; ++q) {
+        for (int t = 0; t < 4; ++t) out[q * width + i + t] = 0;
       }
     }
     for (; i < width; ++i) {
@@ -72,7 +78,8 @@ void pack_pairs_along_rows(const uint16_t* src, int64_t ld, int64_t r0, int64_t 
         std::memcpy(&word, row + 2 * p, sizeof(word));
         out[p * width + i] = word;
       }
-      if (whole < kp) out[whole * width + i] = row[2 * whole];  // odd kc: high half zero
+      if (whole < filled) out[whole * width + i] = row[2 * whole];  // odd kc: high half zero
+      for (int64_t q = filled; q < kp; ++q) out[q * width + i] = 0;
     }
   }
 }
@@ -115,6 +122,94 @@ void pack_pairs_down_columns(const uint16_t* src, int64_t ld, int64_t k0, int64_
       const uint16_t* row0 = k < last ? src + k * ld + c0 + col : kZeros;
       const uint16_t* row1 = k + 1 < last ? src + (k + 1) * ld + c0 + col : kZeros;
       interleave_two_rows(row0, row1, cols, width, out + p * width * 2);
+    }
+  }
+}
+
+void pack_blocks_along_rows(const uint16_t* src, int64_t ld, int64_t r0, int64_t count,
+                            int64_t k0, int64_t kc, int width, uint16_t* dst) {
+  constexpr int64_t kB = kAmxBlockK;
+  const int64_t blocks = (kc + kB - 1) / kB;
+  const int64_t panels = (count + width - 1) / width;
+  for (int64_t panel = 0; panel < panels; ++panel) {
+    const int64_t valid = std::min<int64_t>(width, count - panel * width);
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      uint16_t* out = dst + (panel * blocks + blk) * width * kB;
+      const int64_t depth = std::min(kB, kc - blk * kB);
+      for (int64_t i = 0; i < valid; ++i) {
+        const uint16_t* row = src + (r0 + panel * width + i) * ld + k0 + blk * kB;
+        std::memcpy(out + i * kB, row, sizeof(uint16_t) * static_cast<size_t>(depth));
+        if (depth < kB) std::memset(out + i * kB + depth, 0, sizeof(uint16_t) * (kB - depth));
+      }
+      if (valid < width) std::memset(out + valid * kB, 0, sizeof(uint16_t) * (width - valid) * kB);
+    }
+  }
+}
+
+namespace {
+
+// out[c * ld_out + r] = in[r * ld_in + c] for an 8 x 8 block of uint16.
+void transpose_8x8(const uint16_t* in, int64_t ld_in, uint16_t* out, int64_t ld_out) {
+#if defined(__SSE2__)
+  __m128i r[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i * ld_in));
+  __m128i s[8], t[8];
+  for (int i = 0; i < 4; ++i) {
+    s[2 * i] = _mm_unpacklo_epi16(r[2 * i], r[2 * i + 1]);
+    s[2 * i + 1] = _mm_unpackhi_epi16(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i) {
+    t[4 * i + 0] = _mm_unpacklo_epi32(s[4 * i + 0], s[4 * i + 2]);
+    t[4 * i + 1] = _mm_unpackhi_epi32(s[4 * i + 0], s[4 * i + 2]);
+    t[4 * i + 2] = _mm_unpacklo_epi32(s[4 * i + 1], s[4 * i + 3]);
+    t[4 * i + 3] = _mm_unpackhi_epi32(s[4 * i + 1], s[4 * i + 3]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    // t[i] holds columns 2i and 2i + 1 of rows 0-3, t[4 + i] of rows 4-7.
+    const __m128i lo = _mm_unpacklo_epi64(t[i], t[4 + i]);
+    const __m128i hi = _mm_unpackhi_epi64(t[i], t[4 + i]);
+    const int col = 2 * i;
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + col * ld_out), lo);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (col + 1) * ld_out), hi);
+  }
+#else
+  for (int i = 0; i < 8; ++i) {
+    for (int j = 0; j < 8; ++j) out[j * ld_out + i] = in[i * ld_in + j];
+  }
+#endif
+}
+
+}  // namespace
+
+void pack_blocks_down_columns(const uint16_t* src, int64_t ld, int64_t k0, int64_t kc,
+                              int64_t k_end, int64_t c0, int64_t count, int width,
+                              uint16_t* dst) {
+  constexpr int64_t kB = kAmxBlockK;
+  const int64_t blocks = (kc + kB - 1) / kB;
+  const int64_t panels = (count + width - 1) / width;
+  const int64_t last = std::min(k0 + kc, k_end);  // rows at or past it read as zero
+  for (int64_t panel = 0; panel < panels; ++panel) {
+    const int64_t col = c0 + panel * width;
+    const int64_t valid = std::min<int64_t>(width, count - panel * width);
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      uint16_t* out = dst + (panel * blocks + blk) * width * kB;
+      const int64_t kb0 = k0 + blk * kB;
+      const int64_t depth = std::clamp<int64_t>(last - kb0, 0, kB);  // source rows in the block
+      if (depth < kB || valid < width) std::memset(out, 0, sizeof(uint16_t) * width * kB);
+      int64_t kk = 0;
+      for (; kk + 8 <= depth; kk += 8) {
+        int64_t i = 0;
+        for (; i + 8 <= valid; i += 8) {
+          transpose_8x8(src + (kb0 + kk) * ld + col + i, ld, out + i * kB + kk, kB);
+        }
+        for (; i < valid; ++i) {
+          for (int64_t t = kk; t < kk + 8; ++t) out[i * kB + t] = src[(kb0 + t) * ld + col + i];
+        }
+      }
+      for (; kk < depth; ++kk) {
+        const uint16_t* row = src + (kb0 + kk) * ld + col;
+        for (int64_t i = 0; i < valid; ++i) out[i * kB + kk] = row[i];
+      }
     }
   }
 }

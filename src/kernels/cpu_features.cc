@@ -17,6 +17,8 @@ CpuFeatures detect() {
   f.avx512vl = __builtin_cpu_supports("avx512vl");
   f.avx512vnni = __builtin_cpu_supports("avx512vnni");
   f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
+  f.amx_tile = __builtin_cpu_supports("amx-tile");
+  f.amx_bf16 = __builtin_cpu_supports("amx-bf16");
   // Leaf 7, sub-leaf 1, EAX bit 4 (not every compiler's
   // __builtin_cpu_supports knows "avxvnni").
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;

@@ -17,6 +17,8 @@ struct CpuFeatures {
   bool avx512vnni = false;  // vpdpbusd on zmm
   bool avx512bf16 = false;  // vdpbf16ps
   bool avx_vnni = false;    // vpdpbusd on ymm (VEX), CPUID leaf 7 sub-leaf 1
+  bool amx_tile = false;    // the tile registers (the OS must grant them too: amx_tile_data_permitted)
+  bool amx_bf16 = false;    // tdpbf16ps
   // AVX-512 foundation, byte/word and vector-length: what every AVX-512 path
   // here needs at least.
   bool avx512() const { return avx512f && avx512bw && avx512vl; }

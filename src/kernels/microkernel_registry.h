@@ -104,14 +104,15 @@ bool force_microkernel(ComputeType type, const std::string& target);
 // The bf16 dot kernels this CPU runs, fastest first (the scalar twin last).
 const std::vector<Bf16Microkernel>& bf16_microkernels();
 // The kernel bf16 x bf16 passes run on, or null: they then widen bf16 to f32
-// and run the f32 microkernel. Null when forced ("WIDEN"), when no SIMD
-// bf16 kernel may run (none here, or Highway forced below AVX3), or when,
-// unforced, the SIMD kernel measured no faster than the f32 microkernel on
-// this CPU (bf16_dot_choice.h; measured on the first call); the scalar
-// twin runs only when forced.
+// and run the f32 microkernel. Unforced: the first SIMD kernel, fastest
+// first (AMX_BF16, AVX512_BF16), that may run and measured clearly faster
+// than the f32 microkernel on this CPU (bf16_dot_choice.h; measured on the
+// first call). Null when forced ("WIDEN"), when no SIMD bf16 kernel may run
+// (none here, or Highway forced below AVX3), or when none measured faster;
+// the scalar twin runs only when forced.
 const Bf16Microkernel* select_bf16_microkernel();
-// The SIMD kernel the automatic choice measures (null: none may run here),
-// chosen or not.
+// The fastest SIMD kernel the automatic choice measures (null: none may run
+// here), chosen or not.
 const Bf16Microkernel* bf16_dot_candidate();
 bool force_bf16_microkernel(const std::string& target);  // force_microkernel(kBf16Dot, ...)
 

@@ -3,7 +3,9 @@
 //  - each bf16 microkernel this CPU runs against an f64 reference, within
 //    the rounding bound of the kernel's defined numerics;
 //  - the AVX512_BF16 kernel against its scalar twin, bit for bit (which
-//    also pins the hardware to the numerics docs/kernels.md defines);
+//    also pins the hardware to the numerics docs/kernels.md defines); the
+//    AMX_BF16 kernel, whose hardware rounding has no scalar twin, within the
+//    same bound and independent of the thread count;
 //  - the forced widening path ("WIDEN") against the f32 kernels run on the
 //    widened values, bit for bit (it is today's path);
 // over empty groups, sum(group_sizes) < M, tiles that divide nothing, odd
@@ -11,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -255,33 +258,44 @@ TEST(Bf16Dot, Avx512MatchesScalarTwinBitwise) {
   }
 }
 
-// The automatic choice runs the SIMD dot kernel where there is one and it
-// measured clearly faster than the f32 microkernel here; else bf16 widens.
+// The automatic choice runs the first SIMD dot kernel (AMX_BF16, then
+// AVX512_BF16) that measured clearly faster than the f32 microkernel here;
+// else bf16 widens.
 TEST(Bf16Dot, AutomaticChoiceFollowsTheMeasuredRates) {
   kernels::force_bf16_microkernel("");
   const kernels::Bf16Microkernel* chosen = kernels::select_bf16_microkernel();
   const kernels::Bf16Microkernel* candidate = kernels::bf16_dot_candidate();
-  if (!has_avx512_bf16()) {
+  std::vector<const kernels::Bf16Microkernel*> simd;
+  for (const auto& kernel : kernels::bf16_microkernels()) {
+    if (std::string(kernel.target) != "SCALAR") simd.push_back(&kernel);
+  }
+  if (simd.empty()) {
     EXPECT_EQ(candidate, nullptr);
     EXPECT_EQ(chosen, nullptr);
     return;
   }
   ASSERT_NE(candidate, nullptr);
-  EXPECT_STREQ(candidate->target, "AVX512_BF16");
-  const kernels::Bf16DotRates& rates = kernels::bf16_dot_rates(*candidate);
-  EXPECT_STREQ(rates.dot_target, "AVX512_BF16");
-  EXPECT_GT(rates.dot_gflops, 0);
-  EXPECT_GT(rates.f32_gflops, 0);
-  EXPECT_EQ(rates.dot_chosen, kernels::bf16_dot_pays_off(rates.dot_gflops, rates.f32_gflops));
-  EXPECT_EQ(chosen, rates.dot_chosen ? candidate : nullptr)
-      << "dot " << rates.dot_gflops << " GFLOP/s, f32 " << rates.f32_gflops;
+  EXPECT_EQ(candidate, simd.front());
+  const kernels::Bf16Microkernel* want = nullptr;
+  for (const kernels::Bf16Microkernel* kernel : simd) {
+    const kernels::Bf16DotRates& rates = kernels::bf16_dot_rates(*kernel);
+    EXPECT_STREQ(rates.dot_target, kernel->target);
+    EXPECT_GT(rates.dot_gflops, 0);
+    EXPECT_GT(rates.f32_gflops, 0);
+    EXPECT_EQ(rates.dot_chosen, kernels::bf16_dot_pays_off(rates.dot_gflops, rates.f32_gflops));
+    if (rates.dot_chosen && want == nullptr) want = kernel;
+    std::printf("%s %.0f GFLOP/s, f32 %.0f\n", kernel->target, rates.dot_gflops, rates.f32_gflops);
+  }
+  EXPECT_EQ(chosen, want);
   EXPECT_EQ(kernels::selected_microkernel(kernels::ComputeType::kBf16Dot),
-            rates.dot_chosen ? "AVX512_BF16" : "WIDEN");
+            want ? want->target : "WIDEN");
   // The answer is measured once: asking again does not flip it.
   EXPECT_EQ(kernels::select_bf16_microkernel(), chosen);
   // Forcing overrides the measurement either way.
-  ASSERT_TRUE(kernels::force_bf16_microkernel("AVX512_BF16"));
-  EXPECT_EQ(kernels::select_bf16_microkernel(), candidate);
+  for (const kernels::Bf16Microkernel* kernel : simd) {
+    ASSERT_TRUE(kernels::force_bf16_microkernel(kernel->target));
+    EXPECT_EQ(kernels::select_bf16_microkernel(), kernel);
+  }
   ASSERT_TRUE(kernels::force_bf16_microkernel("WIDEN"));
   EXPECT_EQ(kernels::select_bf16_microkernel(), nullptr);
   kernels::force_bf16_microkernel("");
@@ -311,7 +325,8 @@ TEST(Bf16Dot, ForcedWideningEqualsF32OnWidenedValuesBitwise) {
 }
 
 // Every empty/non-empty pattern of G = 1..6 groups, padding rows past the
-// groups, tiles that divide nothing: within the bound, and SIMD == scalar.
+// groups, tiles that divide nothing: every kernel within the bound, and
+// AVX512_BF16 == its scalar twin.
 TEST(Bf16Dot, AllEmptyNonEmptyPatterns) {
   for (int groups = 1; groups <= 6; ++groups) {
     for (int mask = 0; mask < (1 << groups); ++mask) {
@@ -325,10 +340,13 @@ TEST(Bf16Dot, AllEmptyNonEmptyPatterns) {
                    sizes, {4, 3, 5}};
       for (Pass pass : {Pass::kFwd, Pass::kDlhs, Pass::kDrhs}) {
         const Operands x = operands(c, pass, false);
-        const Tensor simd = run(c, pass, x, dot_kernels().front(), 1);
-        expect_within_bound(simd, reference(c, pass, x), c.name + " " + pass_name(pass));
+        const Reference r = reference(c, pass, x);
+        for (const std::string& kernel : dot_kernels()) {
+          expect_within_bound(run(c, pass, x, kernel, 1), r,
+                              c.name + " " + pass_name(pass) + " " + kernel);
+        }
         if (has_avx512_bf16()) {
-          EXPECT_TRUE(bitwise_equal(simd, run(c, pass, x, "SCALAR", 1)))
+          EXPECT_TRUE(bitwise_equal(run(c, pass, x, "AVX512_BF16", 1), run(c, pass, x, "SCALAR", 1)))
               << c.name << " " << pass_name(pass);
         }
         if (::testing::Test::HasFailure()) return;
@@ -337,12 +355,22 @@ TEST(Bf16Dot, AllEmptyNonEmptyPatterns) {
   }
 }
 
-// Results do not depend on the thread count, bit for bit.
+// Results do not depend on the thread count, nor, for one k tile, on the m
+// and n tiles, bit for bit, on every kernel and the automatic choice.
 TEST(Bf16Dot, OneAndThreeThreadsBitwiseEqual) {
   const Case c{"threads", 360, 150, 130, {180, 0, 3, 97, 1, 60}, {48, 64, 64}};
-  for (Pass pass : {Pass::kFwd, Pass::kDlhs, Pass::kDrhs}) {
-    const Operands x = operands(c, pass, false);
-    EXPECT_TRUE(bitwise_equal(run(c, pass, x, "", 1), run(c, pass, x, "", 3))) << pass_name(pass);
+  Case retiled = c;
+  retiled.tiles = {17, 64, 40};
+  std::vector<std::string> kernels = dot_kernels();
+  kernels.push_back("");
+  for (const std::string& kernel : kernels) {
+    for (Pass pass : {Pass::kFwd, Pass::kDlhs, Pass::kDrhs}) {
+      const Operands x = operands(c, pass, false);
+      const Tensor one = run(c, pass, x, kernel, 1);
+      EXPECT_TRUE(bitwise_equal(one, run(c, pass, x, kernel, 3))) << pass_name(pass) << " " << kernel;
+      EXPECT_TRUE(bitwise_equal(one, run(retiled, pass, x, kernel, 2)))
+          << pass_name(pass) << " " << kernel << " retiled";
+    }
   }
 }
 

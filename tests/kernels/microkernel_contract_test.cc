@@ -187,6 +187,7 @@ TEST(MicrokernelContract, Bf16EveryKernelEveryEdgeEveryStore) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   ASSERT_FALSE(bf16_microkernels().empty());
   for (const Bf16Microkernel& uk : bf16_microkernels()) {
+    if (uk.layout != Bf16Layout::kPairs) continue;  // Bf16TileBlocksKernelEveryEdgeEveryStore
     SCOPED_TRACE(uk.target);
     for (int64_t kp : {0, 1, 3, 40}) {
       for (int rows = 1; rows <= uk.mr; ++rows) {
@@ -243,6 +244,90 @@ TEST(MicrokernelContract, Bf16EveryKernelEveryEdgeEveryStore) {
       }
     }
   }
+}
+
+// The AMX kernel's layout (Bf16Layout::kTileBlocks): 32-k blocks of A rows,
+// pairs of B columns. Its rounding is the hardware's (bf16_microkernel.h),
+// so each overwritten element is held to the f64 value of the same inputs
+// within one rounding per product and add; an accumulated one is C + that
+// value, bit for bit (one f32 add); and every element has the bits the full
+// 32 x 32 tile gives for the same panels: a ragged tile only writes less,
+// it does not compute differently. Nothing outside rows x cols is written.
+TEST(MicrokernelContract, Bf16TileBlocksKernelEveryEdgeEveryStore) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  bool ran = false;
+  for (const Bf16Microkernel& uk : bf16_microkernels()) {
+    if (uk.layout != Bf16Layout::kTileBlocks) continue;
+    ran = true;
+    SCOPED_TRACE(uk.target);
+    constexpr int kB = kAmxBlockK;
+    for (int64_t kp : {0, 16, 48}) {
+      Aligned<uint16_t> a(static_cast<size_t>(kp * uk.mr * 2)), b(static_cast<size_t>(kp * uk.nr * 2));
+      for (int64_t e = 0; e < kp * uk.mr * 2; ++e) a.data[e] = f32_to_bf16(normal(rng));
+      for (int64_t e = 0; e < kp * uk.nr * 2; ++e) b.data[e] = f32_to_bf16(normal(rng));
+      auto a_at = [&](int i, int64_t k) {
+        return static_cast<double>(bf16_to_f32(a.data[((k / kB) * uk.mr + i) * kB + k % kB]));
+      };
+      auto b_at = [&](int64_t k, int j) {
+        return static_cast<double>(bf16_to_f32(b.data[((k / 2) * uk.nr + j) * 2 + k % 2]));
+      };
+      const int64_t ldc = uk.nr + 3;
+      const int c_rows = uk.mr + 2;
+      // The overwritten full tile: acc, what an accumulated C adds.
+      Aligned<float> overwritten(static_cast<size_t>(c_rows * ldc));
+      uk.run(kp, a.data, b.data, overwritten.data, ldc, uk.mr, uk.nr, Store::kOverwrite);
+      for (Store store : {Store::kOverwrite, Store::kAccumulate, Store::kStream}) {
+        std::vector<float> before(static_cast<size_t>(c_rows * ldc));
+        for (float& v : before) v = normal(rng);
+        // The full tile's values, the reference for every ragged one.
+        Aligned<float> full(before.size());
+        std::copy(before.begin(), before.end(), full.data);
+        uk.run(kp, a.data, b.data, full.data, ldc, uk.mr, uk.nr, store);
+        hwy::FlushStream();
+        for (int rows : {1, 15, 16, 17, uk.mr - 1, uk.mr}) {
+          for (int cols : {1, 15, 16, 17, uk.nr - 3, uk.nr}) {
+            if (rows > uk.mr || cols > uk.nr) continue;
+            Aligned<float> c(before.size());
+            for (size_t e = 0; e < before.size(); ++e) {
+              const bool inside = e % ldc < static_cast<size_t>(cols) && e / ldc < static_cast<size_t>(rows);
+              c.data[e] = inside ? before[e] : kSentinel;
+            }
+            uk.run(kp, a.data, b.data, c.data, ldc, rows, cols, store);
+            hwy::FlushStream();
+            for (int i = 0; i < c_rows; ++i) {
+              for (int64_t j = 0; j < ldc; ++j) {
+                const size_t e = static_cast<size_t>(i * ldc + j);
+                if (i >= rows || j >= cols) {
+                  ASSERT_EQ(c.data[e], kSentinel) << "wrote outside the tile at (" << i << "," << j
+                                                  << ") rows " << rows << " cols " << cols;
+                  continue;
+                }
+                ASSERT_EQ(bits(c.data[e]), bits(full.data[e]))
+                    << "(" << i << "," << j << ") kp " << kp << " rows " << rows << " cols " << cols;
+                if (rows != uk.mr || cols != uk.nr) continue;
+                if (store == Store::kAccumulate) {
+                  ASSERT_EQ(bits(c.data[e]), bits(before[e] + overwritten.data[e]))
+                      << "(" << i << "," << j << ") kp " << kp << ": not C + acc";
+                  continue;
+                }
+                double want = 0.0, magnitude = 0.0;
+                for (int64_t k = 0; k < 2 * kp; ++k) {
+                  want += a_at(i, k) * b_at(k, static_cast<int>(j));
+                  magnitude += std::fabs(a_at(i, k) * b_at(k, static_cast<int>(j)));
+                }
+                const double steps = 2.0 * static_cast<double>(kp) * 2 + 1;
+                const double u = std::ldexp(1.0, -24);
+                ASSERT_LE(std::fabs(c.data[e] - want), steps * u * magnitude)
+                    << "(" << i << "," << j << ") kp " << kp << " store " << static_cast<int>(store);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  if (!ran) GTEST_SKIP() << "no kernel of the AMX layout runs on this CPU";
 }
 
 }  // namespace

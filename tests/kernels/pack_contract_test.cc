@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/bf16_microkernel.h"
 #include "kernels/bf16_pack.h"
 #include "kernels/decode.h"
 #include "kernels/microkernel.h"
@@ -435,6 +436,86 @@ TEST(PackContract, Bf16PairsAlongRowsAndDownColumns) {
                   j < count && k < kc && k0 + k < k_end ? raw(k0 + k, c0 + j) : 0;
               ASSERT_EQ(at(dst, j, k), want) << "columns: width " << width << " count " << count
                                              << " kc " << kc << " k_end " << k_end << " (" << j
+                                             << "," << k << ")";
+            }
+          }
+          ASSERT_EQ(dst.back(), 0xBEEF);
+        }
+      }
+    }
+  }
+}
+
+// Pairs along rows packed deeper than the block (the AMX kernel's B panels,
+// K padded to a multiple of 32): the pairs past kc are zero.
+TEST(PackContract, Bf16PairsAlongRowsPaddedDeeper) {
+  const Source s = make_source(DType::kBF16, Layout::kNone, 70, 60, 7);
+  const uint16_t* src = reinterpret_cast<const uint16_t*>(s.bytes.data());
+  for (int width : {4, 32}) {
+    for (int64_t count : {int64_t{3}, int64_t{width + 5}}) {
+      for (int64_t kc : {1, 7, 30}) {
+        const int64_t padded = 32, pairs = padded / 2, panels = (count + width - 1) / width;
+        std::vector<uint16_t> dst(static_cast<size_t>(bf16_packed_size(count, padded, width) + 1),
+                                  0xBEEF);
+        pack_pairs_along_rows(src, s.ld, 2, count, 3, kc, width, dst.data(), padded);
+        for (int64_t i = 0; i < panels * width; ++i) {
+          for (int64_t k = 0; k < padded; ++k) {
+            const uint16_t got = dst[static_cast<size_t>((i / width) * width * pairs * 2 +
+                                                         ((k / 2) * width + i % width) * 2 + k % 2)];
+            const uint16_t want = i < count && k < kc ? src[(2 + i) * s.ld + 3 + k] : 0;
+            ASSERT_EQ(got, want) << "width " << width << " count " << count << " kc " << kc
+                                 << " (" << i << "," << k << ")";
+          }
+        }
+        ASSERT_EQ(dst.back(), 0xBEEF);
+      }
+    }
+  }
+}
+
+// The AMX kernel's A panels (Bf16Layout::kTileBlocks): blocks of 32 k, each
+// `width` rows of 32 consecutive k; along rows (gmm's lhs) and down columns
+// (tgmm's lhs^T, a transpose, rows at or past k_end zero), zero past kc and
+// past count, nothing written past the packed size.
+TEST(PackContract, Bf16TileBlocksAlongRowsAndDownColumns) {
+  const Source s = make_source(DType::kBF16, Layout::kNone, 120, 80, 8);
+  const uint16_t* src = reinterpret_cast<const uint16_t*>(s.bytes.data());
+  constexpr int64_t kB = kAmxBlockK;
+  for (int width : {16, 32}) {
+    for (int64_t count : {int64_t{1}, int64_t{9}, int64_t{width}, int64_t{width + 13}}) {
+      for (int64_t kc : {1, 8, 31, 32, 45, 64, 70}) {
+        const int64_t blocks = (kc + kB - 1) / kB, panels = (count + width - 1) / width;
+        const size_t size = static_cast<size_t>(bf16_packed_size(count, blocks * kB, width));
+        auto at = [&](const std::vector<uint16_t>& dst, int64_t i, int64_t k) {
+          return dst[static_cast<size_t>(((i / width) * blocks + k / kB) * width * kB +
+                                         (i % width) * kB + k % kB)];
+        };
+        {
+          const int64_t r0 = 3, k0 = 5;
+          std::vector<uint16_t> dst(size + 1, 0xBEEF);
+          pack_blocks_along_rows(src, s.ld, r0, count, k0, std::min<int64_t>(kc, s.cols - k0),
+                                 width, dst.data());
+          const int64_t depth = std::min<int64_t>(kc, s.cols - k0);
+          for (int64_t i = 0; i < panels * width; ++i) {
+            for (int64_t k = 0; k < blocks * kB; ++k) {
+              const uint16_t want = i < count && k < depth ? src[(r0 + i) * s.ld + k0 + k] : 0;
+              ASSERT_EQ(at(dst, i, k), want) << "rows: width " << width << " count " << count
+                                             << " kc " << kc << " (" << i << "," << k << ")";
+            }
+          }
+          ASSERT_EQ(dst.back(), 0xBEEF);
+        }
+        for (int64_t k_end : {int64_t{1000}, int64_t{40}}) {
+          const int64_t k0 = 6, c0 = 7;
+          if (c0 + count > s.cols) continue;
+          std::vector<uint16_t> dst(size + 1, 0xBEEF);
+          pack_blocks_down_columns(src, s.ld, k0, kc, k_end, c0, count, width, dst.data());
+          for (int64_t i = 0; i < panels * width; ++i) {
+            for (int64_t k = 0; k < blocks * kB; ++k) {
+              const uint16_t want =
+                  i < count && k < kc && k0 + k < k_end ? src[(k0 + k) * s.ld + c0 + i] : 0;
+              ASSERT_EQ(at(dst, i, k), want) << "columns: width " << width << " count " << count
+                                             << " kc " << kc << " k_end " << k_end << " (" << i
                                              << "," << k << ")";
             }
           }
