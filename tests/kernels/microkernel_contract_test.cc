@@ -45,6 +45,28 @@ uint32_t bits(float f) {
 
 constexpr float kSentinel = -12345.0f;
 
+// Runs `run` (one microkernel call on c), then checks every element of the
+// c_rows x ldc block: outside rows x cols still the sentinel, inside
+// handed to check(i, j, e) (e: its index).
+template <class Run, class Check>
+void run_and_check_tile(const float* c, int c_rows, int64_t ldc, int rows, int cols,
+                        const Run& run, const Check& check) {
+  run();
+  hwy::FlushStream();
+  for (int i = 0; i < c_rows; ++i) {
+    for (int64_t j = 0; j < ldc; ++j) {
+      const size_t e = static_cast<size_t>(i * ldc + j);
+      if (i >= rows || j >= cols) {
+        ASSERT_EQ(c[e], kSentinel) << "wrote outside the tile at (" << i << "," << j << ") rows "
+                                   << rows << " cols " << cols;
+        continue;
+      }
+      check(i, j, e);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  }
+}
+
 // Highway's 128-bit x86 targets and the portable one have no FMA
 // instruction: their multiply-add rounds twice (see the report of issue 20).
 bool fused(int64_t target) { return target == HWY_AVX2 || target == HWY_AVX3; }
@@ -216,29 +238,23 @@ TEST(MicrokernelContract, Bf16EveryKernelEveryEdgeEveryStore) {
                               : kSentinel;
               c.data[e] = before[e];
             }
-            uk.run(kp, a.data, b.data, c.data, ldc, rows, cols, store);
-            hwy::FlushStream();
-            for (int i = 0; i < c_rows; ++i) {
-              for (int64_t j = 0; j < ldc; ++j) {
-                const size_t e = static_cast<size_t>(i * ldc + j);
-                if (i >= rows || j >= cols) {
-                  ASSERT_EQ(c.data[e], kSentinel) << "wrote outside the tile at (" << i << "," << j
-                                                  << ") rows " << rows << " cols " << cols;
-                  continue;
-                }
-                float acc = 0.0f;
-                for (int64_t p = 0; p < kp; ++p) {
-                  for (int t : {1, 0}) {
-                    acc = std::fma(bf16_to_f32(a.data[(p * uk.mr + i) * 2 + t]),
-                                   bf16_to_f32(b.data[(p * uk.nr + j) * 2 + t]), acc);
+            run_and_check_tile(
+                c.data, c_rows, ldc, rows, cols,
+                [&] { uk.run(kp, a.data, b.data, c.data, ldc, rows, cols, store); },
+                [&](int i, int64_t j, size_t e) {
+                  float acc = 0.0f;
+                  for (int64_t p = 0; p < kp; ++p) {
+                    for (int t : {1, 0}) {
+                      acc = std::fma(bf16_to_f32(a.data[(p * uk.mr + i) * 2 + t]),
+                                     bf16_to_f32(b.data[(p * uk.nr + j) * 2 + t]), acc);
+                    }
                   }
-                }
-                const float want = store == Store::kAccumulate ? before[e] + acc : acc;
-                ASSERT_EQ(bits(c.data[e]), bits(want))
-                    << "(" << i << "," << j << ") kp " << kp << " rows " << rows << " cols "
-                    << cols << " store " << static_cast<int>(store);
-              }
-            }
+                  const float want = store == Store::kAccumulate ? before[e] + acc : acc;
+                  ASSERT_EQ(bits(c.data[e]), bits(want))
+                      << "(" << i << "," << j << ") kp " << kp << " rows " << rows << " cols "
+                      << cols << " store " << static_cast<int>(store);
+                });
+            if (::testing::Test::HasFatalFailure()) return;
           }
         }
       }
@@ -293,35 +309,31 @@ TEST(MicrokernelContract, Bf16TileBlocksKernelEveryEdgeEveryStore) {
               const bool inside = e % ldc < static_cast<size_t>(cols) && e / ldc < static_cast<size_t>(rows);
               c.data[e] = inside ? before[e] : kSentinel;
             }
-            uk.run(kp, a.data, b.data, c.data, ldc, rows, cols, store);
-            hwy::FlushStream();
-            for (int i = 0; i < c_rows; ++i) {
-              for (int64_t j = 0; j < ldc; ++j) {
-                const size_t e = static_cast<size_t>(i * ldc + j);
-                if (i >= rows || j >= cols) {
-                  ASSERT_EQ(c.data[e], kSentinel) << "wrote outside the tile at (" << i << "," << j
-                                                  << ") rows " << rows << " cols " << cols;
-                  continue;
-                }
-                ASSERT_EQ(bits(c.data[e]), bits(full.data[e]))
-                    << "(" << i << "," << j << ") kp " << kp << " rows " << rows << " cols " << cols;
-                if (rows != uk.mr || cols != uk.nr) continue;
-                if (store == Store::kAccumulate) {
-                  ASSERT_EQ(bits(c.data[e]), bits(before[e] + overwritten.data[e]))
-                      << "(" << i << "," << j << ") kp " << kp << ": not C + acc";
-                  continue;
-                }
-                double want = 0.0, magnitude = 0.0;
-                for (int64_t k = 0; k < 2 * kp; ++k) {
-                  want += a_at(i, k) * b_at(k, static_cast<int>(j));
-                  magnitude += std::fabs(a_at(i, k) * b_at(k, static_cast<int>(j)));
-                }
-                const double steps = 2.0 * static_cast<double>(kp) * 2 + 1;
-                const double u = std::ldexp(1.0, -24);
-                ASSERT_LE(std::fabs(c.data[e] - want), steps * u * magnitude)
-                    << "(" << i << "," << j << ") kp " << kp << " store " << static_cast<int>(store);
-              }
-            }
+            run_and_check_tile(
+                c.data, c_rows, ldc, rows, cols,
+                [&] { uk.run(kp, a.data, b.data, c.data, ldc, rows, cols, store); },
+                [&](int i, int64_t j, size_t e) {
+                  ASSERT_EQ(bits(c.data[e]), bits(full.data[e]))
+                      << "(" << i << "," << j << ") kp " << kp << " rows " << rows << " cols "
+                      << cols;
+                  if (rows != uk.mr || cols != uk.nr) return;
+                  if (store == Store::kAccumulate) {
+                    ASSERT_EQ(bits(c.data[e]), bits(before[e] + overwritten.data[e]))
+                        << "(" << i << "," << j << ") kp " << kp << ": not C + acc";
+                    return;
+                  }
+                  double want = 0.0, magnitude = 0.0;
+                  for (int64_t k = 0; k < 2 * kp; ++k) {
+                    want += a_at(i, k) * b_at(k, static_cast<int>(j));
+                    magnitude += std::fabs(a_at(i, k) * b_at(k, static_cast<int>(j)));
+                  }
+                  const double steps = 2.0 * static_cast<double>(kp) * 2 + 1;
+                  const double u = std::ldexp(1.0, -24);
+                  ASSERT_LE(std::fabs(c.data[e] - want), steps * u * magnitude)
+                      << "(" << i << "," << j << ") kp " << kp << " store "
+                      << static_cast<int>(store);
+                });
+            if (::testing::Test::HasFatalFailure()) return;
           }
         }
       }
