@@ -5,6 +5,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "core/float_bits.h"
 #include "model/causal_attention.h"
 #include "model/rmsnorm.h"
 #include "moe/dense.h"
@@ -56,7 +57,8 @@ template <class T>
 void round_to_compute(std::vector<T>& values, DType dtype) {
   if constexpr (std::is_same_v<T, float>) {
     if (dtype != DType::kBF16) return;
-    for (float& v : values) v = bf16_to_f32(f32_to_bf16(v));
+    // core::bf16_bits_of is inline, so this vectorizes (f32_to_bf16 is a call).
+    for (float& v : values) v = bf16_to_f32(core::bf16_bits_of(v));
   }
 }
 
