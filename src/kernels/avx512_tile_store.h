@@ -1,8 +1,9 @@
 // Shared pieces of the hand-written AVX-512 dot-product microkernels
-// (bf16_microkernel_x86.cc, int8_microkernel_x86.cc), whose register tile
-// is R rows of two 16-lane vectors (NR = 32): the masked store of a row's
-// valid columns (adding to C when accumulating), and the table of tile
-// functions by row count. Include only where __x86_64__ and GCC/Clang.
+// (bf16_microkernel_x86.cc, int8_microkernel_x86.cc; bf16_microkernel_amx.cc
+// stores its staged rows with them), whose register tile is R rows of two
+// 16-lane vectors (NR = 32): the masked store of a row's valid columns
+// (adding to C when accumulating), the streamed store of a whole row, and
+// the table of tile functions by row count. Include only where __x86_64__ and GCC/Clang.
 #pragma once
 
 #include <immintrin.h>
@@ -40,6 +41,19 @@ RAGGEMM_AVX512_STORE void store_row(T* row, V v0, V v1, int cols, bool accumulat
   }
   store(row, mask0, v0);
   store(row + 16, mask1, v1);
+}
+
+// One whole C row (32 floats) written for the last time: non-temporal where
+// the row is 64-byte aligned (the caller fences with hwy::FlushStream()),
+// else plain stores.
+RAGGEMM_AVX512_STORE void stream_row(float* row, __m512 v0, __m512 v1) {
+  if (reinterpret_cast<uintptr_t>(row) % 64 == 0) {
+    _mm512_stream_ps(row, v0);
+    _mm512_stream_ps(row + 16, v1);
+  } else {
+    _mm512_storeu_ps(row, v0);
+    _mm512_storeu_ps(row + 16, v1);
+  }
 }
 
 #undef RAGGEMM_AVX512_STORE

@@ -6,9 +6,9 @@
 // 32 x 32 register tile in the eight tile registers: four 16 x 16 f32
 // accumulators (tmm0-3), two 16-row A tiles of one 32-k block (tmm4-5) and
 // two 16-column B tiles (tmm6-7); each TDPBF16PS does 16 x 16 x 32
-// multiply-adds. On the Intel Xeon model 167 this ran at 2.4-2.6 TFLOP/s on
-// one thread with L1-resident panels, against 191 GFLOP/s for the f32
-// microkernel (docs/kernels.md, "AMX").
+// multiply-adds. On the Intel Xeon model 167 the registry's probe timed it
+// at 2038 GFLOP/s on one thread with L1-resident panels, against 192 for
+// the f32 microkernel (docs/kernels.md, "AMX tiles").
 //
 // Tile state is per thread and other code in the process may use it (oneDNN
 // in the benchmark's peers, PyTorch beside the Python module) or release it:
@@ -122,12 +122,10 @@ RAGGEMM_AMX void run(int64_t kp, const uint16_t* a, const uint16_t* b, float* c,
   const bool accumulate = store == Store::kAccumulate;
   for (int i = 0; i < rows; ++i) {
     const __m512 lo = _mm512_load_ps(staged + i * kNR), hi = _mm512_load_ps(staged + i * kNR + 16);
-    float* row = c + i * ldc;
-    if (stream && reinterpret_cast<uintptr_t>(row) % 64 == 0) {
-      _mm512_stream_ps(row, lo);
-      _mm512_stream_ps(row + 16, hi);
+    if (stream) {
+      avx512_tile::stream_row(c + i * ldc, lo, hi);
     } else {
-      avx512_tile::store_row(row, lo, hi, cols, accumulate);
+      avx512_tile::store_row(c + i * ldc, lo, hi, cols, accumulate);
     }
   }
 }

@@ -55,16 +55,7 @@ RAGGEMM_AVX512BF16 void tile(int64_t kp, const uint16_t* a, const uint16_t* b, f
   }
   if (store == Store::kStream && cols == kNR) {
 #pragma GCC unroll 16
-    for (int i = 0; i < R; ++i) {
-      float* row = c + i * ldc;
-      if (reinterpret_cast<uintptr_t>(row) % 64 == 0) {
-        _mm512_stream_ps(row, acc0[i]);
-        _mm512_stream_ps(row + 16, acc1[i]);
-      } else {
-        _mm512_storeu_ps(row, acc0[i]);
-        _mm512_storeu_ps(row + 16, acc1[i]);
-      }
-    }
+    for (int i = 0; i < R; ++i) avx512_tile::stream_row(c + i * ldc, acc0[i], acc1[i]);
     return;
   }
   const bool accumulate = store == Store::kAccumulate;

@@ -98,8 +98,7 @@ struct Table {
     if (forced >= 0) return &runnable[static_cast<size_t>(forced)];
     for (size_t i = 0; i < runnable.size(); ++i) {
       const Registration<Kernel>& r = runnable_registration[i];
-      if (!r.automatic || !family_allowed(r.family)) continue;
-      if (r.pays_off == nullptr || r.pays_off(runnable[i])) return &runnable[i];
+      if (eligible(r) && (r.pays_off == nullptr || r.pays_off(runnable[i]))) return &runnable[i];
     }
     return nullptr;
   }
@@ -108,10 +107,14 @@ struct Table {
   // before any measurement is asked.
   const Kernel* candidate() const {
     for (size_t i = 0; i < runnable.size(); ++i) {
-      const Registration<Kernel>& r = runnable_registration[i];
-      if (r.automatic && family_allowed(r.family)) return &runnable[i];
+      if (eligible(runnable_registration[i])) return &runnable[i];
     }
     return nullptr;
+  }
+
+  // Chosen without being forced, and of a family the dispatch allows now.
+  static bool eligible(const Registration<Kernel>& r) {
+    return r.automatic && family_allowed(r.family);
   }
 
   const Registration<Kernel>& registration_of(const Kernel* kernel) const {
