@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import _raggemm
-from ._arrays import (GROUP_SIZE_DTYPES, Error, buffer_count, kernel_name, optional_f32,
-                      out_dtype_of, tile_tuple, to_raw)
+from ._arrays import (GROUP_SIZE_DTYPES, Error, buffer_count, empty_output, kernel_name,
+                      optional_f32, out_dtype_of, tile_tuple, to_raw)
 
 
 def _require_rank(array, rank, argument):
@@ -15,13 +15,14 @@ def _require_rank(array, rank, argument):
         raise Error(f"{argument}={list(array.shape)}: expected a rank-{rank} array")
 
 
-# The output is allocated here with np.empty (the op writes every element):
-# a tenth of the cost of exporting a new array from the extension.
+# The output is allocated here (empty_output: np.empty, line-aligned when
+# large; the op writes every element): a tenth of the cost of exporting a new
+# array from the extension.
 def _gmm_out(lhs, rhs, transpose_rhs, swiglu, dtype):
     _require_rank(lhs, 2, "lhs")
     _require_rank(rhs, 3, "rhs")
     cols = rhs.shape[1] if transpose_rhs else rhs.shape[2]
-    return np.empty((lhs.shape[0], cols // 2 if swiglu else cols), dtype)
+    return empty_output((lhs.shape[0], cols // 2 if swiglu else cols), dtype)
 
 
 def _tgmm_out(lhs, dout, group_sizes, local_groups, dtype):
@@ -29,7 +30,7 @@ def _tgmm_out(lhs, dout, group_sizes, local_groups, dtype):
     _require_rank(dout, 2, "dout")
     _require_rank(group_sizes, 1, "group_sizes")
     groups = local_groups if local_groups >= 0 else group_sizes.shape[0]
-    return np.empty((groups, lhs.shape[1], dout.shape[1]), dtype)
+    return empty_output((groups, lhs.shape[1], dout.shape[1]), dtype)
 
 
 def _caller_out(out, out_dtype):

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from . import _raggemm
-from ._arrays import Error
+from ._arrays import Error, empty_output
 from ._plan import Plan
 
 __all__ = ["grouped_mm", "ragged_dot"]
@@ -96,11 +96,12 @@ def _empty_out(shape, out_dtype: str):
     (madvise(MADV_HUGEPAGE), numpy's default on Linux) and torch.empty does
     not, so the first write to a weight gradient of [32, 1024, 1024] f32
     takes 64 page faults instead of 32768. Measured (docs/python.md): fwd+bwd
-    at M=4096, K=N=1024, G=32 went from 104-183 ms to 79-81 ms in bf16."""
+    at M=4096, K=N=1024, G=32 went from 104-183 ms to 79-81 ms in bf16.
+    empty_output also starts it on a 64-byte line, for the streaming stores."""
     if out_dtype == "bf16":
-        raw = np.empty(shape, dtype=np.uint16)
+        raw = empty_output(shape, np.uint16)
         return torch.from_numpy(raw.view(np.int16)).view(torch.bfloat16), raw
-    raw = np.empty(shape, dtype=np.float32)
+    raw = empty_output(shape, np.float32)
     return torch.from_numpy(raw), raw
 
 

@@ -589,3 +589,23 @@ def test_gmm_accumulates_into_out_for_the_rows_of_the_groups(out_dtype, quant):
     want = (start.astype(np.float32) + result).astype(out_dtype)
     np.testing.assert_array_equal(out.view(np.uint8), want.view(np.uint8))
     np.testing.assert_array_equal(out[6:].view(np.uint8), start[6:].view(np.uint8))
+
+
+def test_large_outputs_start_on_a_cache_line():
+    """Outputs from 64 KiB on are 64-byte aligned (the kernels stream whole
+    lines; np.empty's large arrays start 16 bytes past a page), and they are
+    ordinary writable C-contiguous arrays of the right shape and dtype."""
+    rng = np.random.default_rng(0)
+    lhs = rng.standard_normal((64, 32), dtype=np.float32)
+    rhs = rng.standard_normal((2, 32, 600), dtype=np.float32)
+    sizes = np.array([40, 20], np.int32)
+    dout = rng.standard_normal((64, 600), dtype=np.float32)
+    for out in (raggemm.gmm(lhs, rhs, sizes), raggemm.tgmm(lhs, dout, sizes),
+                raggemm.tgmm(lhs, dout, sizes, out_dtype=BF16)):
+        assert out.nbytes >= 1 << 16
+        assert out.ctypes.data % 64 == 0
+        assert out.flags["C_CONTIGUOUS"] and out.flags["WRITEABLE"] and out.flags["OWNDATA"] is False
+    small = raggemm.gmm(lhs[:2], np.ascontiguousarray(rhs[:, :, :3]), np.array([1, 1], np.int32))
+    assert small.shape == (2, 3) and small.dtype == np.float32
+    want = np.concatenate([lhs[:40] @ rhs[0], lhs[40:60] @ rhs[1], np.zeros((4, 600))])
+    np.testing.assert_allclose(raggemm.gmm(lhs, rhs, sizes), want, rtol=1e-5, atol=1e-4)

@@ -296,3 +296,16 @@ def test_bf16_weight_gradients_come_from_the_kernels_in_bf16():
     assert sorted(name for name, _ in ours) == ["raggemm.gmm.default", "raggemm.gmm_dlhs.default",
                                                 "raggemm.tgmm.default"]
     assert all(dtype == torch.bfloat16 for _, dtype in ours), ours
+
+
+def test_large_outputs_start_on_a_cache_line():
+    """The op's outputs (numpy memory shared with the tensor) are 64-byte
+    aligned from 64 KiB on, so the kernels' streaming stores apply."""
+    lhs, rhs, sizes = problem(64, 32, 300, [40, 20])
+    out = rtorch.ragged_dot(lhs, rhs, sizes)
+    assert out.data_ptr() % 64 == 0 and out.is_contiguous()
+    torch.testing.assert_close(out, loop_mm(lhs, rhs, sizes).float(), rtol=1e-5, atol=1e-4)
+    lhs.requires_grad_(True)
+    rhs.requires_grad_(True)
+    rtorch.ragged_dot(lhs, rhs, sizes).sum().backward()
+    assert rhs.grad.data_ptr() % 64 == 0
