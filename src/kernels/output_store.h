@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "core/float_bits.h"
+#include "kernels/bf16_round_store.h"
 #include "raggemm/dtype.h"
 
 namespace raggemm::kernels {
@@ -25,14 +26,19 @@ struct OutputView {
   float* f32_at(int64_t row, int64_t col) const { return f32 + row * ld + col; }
 
   // Writes rows x cols of acc (row stride acc_ld) at (row, col), each value
-  // times `scale` first when scale is not null.
+  // times `scale` first when scale is not null. `stream`: the values are
+  // final and the output larger than the caches, so an overwritten bf16
+  // output is written with non-temporal stores where aligned (the caller
+  // fences with hwy::FlushStream()).
   void store(int64_t row, int64_t col, const float* acc, int64_t acc_ld, int64_t rows,
-             int64_t cols, const float* scale = nullptr) const {
-    for (int64_t i = 0; i < rows; ++i) store_row(row + i, col, acc + i * acc_ld, cols, scale);
+             int64_t cols, const float* scale = nullptr, bool stream = false) const {
+    for (int64_t i = 0; i < rows; ++i) {
+      store_row(row + i, col, acc + i * acc_ld, cols, scale, stream);
+    }
   }
 
   void store_row(int64_t row, int64_t col, const float* acc, int64_t cols,
-                 const float* scale = nullptr) const {
+                 const float* scale = nullptr, bool stream = false) const {
     const float s = scale ? *scale : 1.0f;
     if (f32) {
       float* dst = f32 + row * ld + col;
@@ -58,7 +64,7 @@ struct OutputView {
     } else if (scale) {
       for (int64_t j = 0; j < cols; ++j) dst[j] = core::bf16_bits_of(acc[j] * s);
     } else {
-      for (int64_t j = 0; j < cols; ++j) dst[j] = core::bf16_bits_of(acc[j]);
+      round_row_to_bf16(acc, cols, dst, stream);
     }
   }
 

@@ -10,6 +10,7 @@
 
 #include "kernels/bf16_gmm.h"
 #include "kernels/gmm_kernel.h"
+#include "kernels/machine_model.h"
 #include "kernels/macro_kernel.h"
 #include "kernels/pack.h"
 #include "kernels/parallel.h"
@@ -19,34 +20,54 @@
 namespace raggemm::kernels {
 namespace {
 
-// A tile of a bf16 output, or one accumulated into: the token slices
-// accumulate in an f32 tile (or, for an f32 output and a group of one slice,
-// straight into out with the microkernel's C + acc), then the store stage
-// writes it once.
+// A tile of a bf16 output, or one accumulated into: an f32 output of one
+// slice accumulates in place with the microkernel's C + acc; otherwise bands
+// of band_rows rows accumulate over the token slices in an f32 block, which
+// the store stage writes once, sharing the packed B of every slice (one band,
+// each slice's B packed in turn, past kMaxBandedSlices: tgmm_common.h).
 void run_staged_tile(const TgmmProblem& p, const Schedule& s, const Microkernel& uk,
-                     const TgmmTile& tile, int64_t begin, int64_t end, const OutputView& out,
-                     int64_t out_row) {
+                     int64_t band_rows, const TgmmTile& tile, int64_t begin, int64_t end,
+                     const OutputView& out, int64_t out_row) {
   const Tiles& t = s.tiles;
   const float* scale = p.out_group_scale ? p.out_group_scale + tile.group : nullptr;
   if (end == begin) {
     out.zero(out_row, tile.col0, tile.rows, tile.cols);  // nothing when accumulating
     return;
   }
-  float* packed_a = workspace(Slot::kPackedA, packed_size(t.m, t.k, uk.mr));
-  float* packed_b = workspace(Slot::kPackedB, packed_size(t.n, t.k, uk.nr));
-  const bool in_place = out.f32 && end - begin <= t.k && !scale;  // out = out + acc, one slice
+  const int64_t slices = (end - begin + t.k - 1) / t.k;
+  const bool in_place = out.f32 && slices == 1 && !scale;  // out = out + acc, one slice
+  const bool shared_b = !in_place && slices <= kMaxBandedSlices;
+  const int64_t band = shared_b ? std::min(band_rows, tile.rows) : tile.rows;
+  const int64_t slice_size = packed_size(tile.cols, t.k, uk.nr);
+  float* packed_a = workspace(Slot::kPackedA, packed_size(band, t.k, uk.mr));
+  float* packed_b = workspace(Slot::kPackedB, (shared_b ? slices : 1) * slice_size);
+  auto pack_b_slice = [&](int64_t t0, float* dst) {
+    pack_b(p.dout, false, t0, std::min(t.k, end - t0), tile.col0, tile.cols, uk.nr, dst);
+  };
+  if (shared_b) {
+    for (int64_t t0 = begin, i = 0; t0 < end; t0 += t.k, ++i) {
+      pack_b_slice(t0, packed_b + i * slice_size);
+    }
+  }
   float* c = in_place ? out.f32_at(out_row, tile.col0)
-                      : workspace(Slot::kAccumulator, tile.rows * tile.cols);
+                      : workspace(Slot::kAccumulator, band * tile.cols);
   const int64_t ldc = in_place ? p.n : tile.cols;
   const int depth = s.input_buffer_count - 1;
-  for (int64_t t0 = begin; t0 < end; t0 += t.k) {
-    const int64_t kc = std::min(t.k, end - t0);
-    pack_a_transposed(p.lhs, t0, kc, tile.row0, tile.rows, begin, end, uk.mr, packed_a);
-    pack_b(p.dout, false, t0, kc, tile.col0, tile.cols, uk.nr, packed_b);
-    macro_kernel(uk, kc, packed_a, tile.rows, packed_b, tile.cols, c, ldc,
-                 in_place || t0 > begin, depth);
+  for (int64_t r0 = 0; r0 < tile.rows; r0 += band) {
+    const int64_t rows = std::min(band, tile.rows - r0);
+    for (int64_t t0 = begin, i = 0; t0 < end; t0 += t.k, ++i) {
+      const int64_t kc = std::min(t.k, end - t0);
+      const float* b = packed_b + (shared_b ? i * slice_size : 0);
+      if (!shared_b) pack_b_slice(t0, packed_b);
+      pack_a_transposed(p.lhs, t0, kc, tile.row0 + r0, rows, begin, end, uk.mr, packed_a);
+      macro_kernel(uk, kc, packed_a, rows, b, tile.cols, c, ldc, in_place || t0 > begin, depth);
+    }
+    // The weight gradient is written once and is larger than the caches.
+    if (!in_place) {
+      out.store(out_row + r0, tile.col0, c, tile.cols, rows, tile.cols, scale, /*stream=*/true);
+    }
   }
-  if (!in_place) out.store(out_row, tile.col0, c, tile.cols, tile.rows, tile.cols, scale);
+  if (!in_place) hwy::FlushStream();
 }
 
 }  // namespace
@@ -69,13 +90,15 @@ void tgmm_v2(const TgmmProblem& p, const Schedule& s) {
   }
   const int depth = s.input_buffer_count - 1;
   const OutputView out = p.output();
+  const int64_t band_rows =
+      staging_band_rows(this_machine_model(s.threads).caches.l2, t.n, uk.mr);
   parallel_items_two_ended(costs, s.threads, [&](int64_t item) {
     const TgmmTile tile = tiling.tile(item);
     const int64_t begin = p.starts[p.group_offset + tile.group];
     const int64_t end = p.starts[p.group_offset + tile.group + 1];
     const int64_t out_row = tile.group * p.k + tile.row0;
     if (!out.direct()) {
-      run_staged_tile(p, s, uk, tile, begin, end, out, out_row);
+      run_staged_tile(p, s, uk, band_rows, tile, begin, end, out, out_row);
       return;
     }
     float* c = out.f32_at(out_row, tile.col0);

@@ -12,7 +12,8 @@
 //    local group are left untouched;
 // over empty groups, sum(group_sizes) < M, tiles that divide nothing,
 // contractions longer than a tile (so slices accumulate), expert-parallel
-// group ranges and every empty/non-empty pattern of 4 groups; and the bad
+// group ranges, staged tgmm tiles of several bands and groups of many
+// slices, and every empty/non-empty pattern of 4 groups; and the bad
 // settings are refused before anything is written.
 #include <gtest/gtest.h>
 
@@ -50,6 +51,13 @@ std::vector<Case> cases() {
       {"default_tiles", 120, 70, 62, {50, 0, 40, 13}, {0, 0, 0}},
       {"group_range", 60, 19, 22, {12, 9, 0, 20, 7}, {8, 8, 8}, 1, 3},
       {"all_empty", 12, 6, 10, {0, 0, 0}, {4, 4, 4}},
+      // A staged tgmm tile (bf16 out, or accumulated) of more rows than one
+      // band (kernels/tgmm_common.h: a quarter of L2 over 8 KiB rows is at
+      // most 128 rows for an L2 up to 4 MiB), its slices' B shared by the bands.
+      {"staged_bands", 96, 130, 2048, {60, 0, 3, 33}, {256, 8, 2048}},
+      // More token slices than the bands share (f32 tiles.k 2: 150 slices;
+      // bf16 pairs: 75): the tile staged whole, each slice's B in turn.
+      {"long_group_slices", 310, 20, 24, {300, 0, 5}, {16, 2, 16}},
   };
 }
 
