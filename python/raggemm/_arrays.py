@@ -8,6 +8,10 @@ dtype name, which tells the kernels how to decode them.
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
+
 import numpy as np
 
 from . import _raggemm
@@ -63,9 +67,83 @@ F32_ONLY = DtypeTable({np.float32: ("f32", None)})
 _ALIGNED_FROM_BYTES = 1 << 16
 _LINE = 64
 
+# Outputs from this size on come from a pool of buffers that nothing refers
+# to any more, when one of the same size is there: a fresh buffer's pages are
+# faulted in and zeroed by the OS as the kernel first writes them, and on the
+# Xeon model 167 VM that cost more than the product itself (a [128, 1024,
+# 1024] bf16 weight gradient: 90-98 ms into fresh memory, 23 ms into memory
+# used before). A training loop asks for the same sizes every step, as the
+# previous step's gradients are freed.
+_POOLED_FROM_BYTES = 4 << 20
+_POOL_ENVIRONMENT = "RAGGEMM_OUTPUT_POOL_MIB"
+_DEFAULT_POOL_MIB = 1024
+
+
+def _pool_limit_bytes() -> int:
+    text = os.environ.get(_POOL_ENVIRONMENT, "")
+    if not text:
+        return _DEFAULT_POOL_MIB << 20
+    try:
+        mib = int(text)
+    except ValueError:
+        mib = -1
+    if mib < 0:
+        raise _raggemm.Error(f"{_POOL_ENVIRONMENT}={text!r}: expected a whole number of MiB "
+                             ">= 0 (0: no pool)")
+    return mib << 20
+
+
+class _OutputPool:
+    """Raw uint8 buffers handed out as outputs, each reused once no array or
+    tensor refers to it (its reference count is back to the pool's own).
+    At most limit_bytes in all; past it, free buffers are dropped first."""
+
+    def __init__(self):
+        self._buffers: list[np.ndarray] = []
+        self._lock = threading.Lock()
+
+    def _unused(self, index: int) -> bool:
+        # The list's reference and getrefcount's argument: no array or tensor
+        # (a view holds its base) refers to it.
+        return sys.getrefcount(self._buffers[index]) <= 2
+
+    def _trim(self, room: int, limit: int, keep=None) -> int:
+        """Drops free buffers (newest first, never `keep`) until `room` more
+        bytes fit under `limit`; returns the bytes held after."""
+        held = sum(raw.nbytes for raw in self._buffers)
+        for index in reversed(range(len(self._buffers))):
+            if held + room <= limit:
+                break
+            if self._buffers[index] is not keep and self._unused(index):
+                held -= self._buffers.pop(index).nbytes
+        return held
+
+    def take(self, nbytes: int):
+        limit = _pool_limit_bytes()
+        with self._lock:
+            for index in range(len(self._buffers)):
+                if self._buffers[index].nbytes == nbytes and self._unused(index):
+                    raw = self._buffers[index]
+                    self._trim(0, limit, keep=raw)  # the limit may have been lowered
+                    return raw
+            held = self._trim(nbytes, limit)
+            raw = np.empty(nbytes, np.uint8)
+            if held + nbytes <= limit:
+                self._buffers.append(raw)
+            return raw
+
+    def held_bytes(self) -> int:
+        with self._lock:
+            return sum(raw.nbytes for raw in self._buffers)
+
+
+_POOL = _OutputPool()
+
 
 def empty_output(shape, dtype):
-    """np.empty(shape, dtype), its first element on a 64-byte line when large."""
+    """np.empty(shape, dtype) for an op's output: its first element on a
+    64-byte line when large, and from 4 MiB on from the pool of outputs
+    nothing refers to any more (RAGGEMM_OUTPUT_POOL_MIB caps it; 0: none)."""
     dtype = np.dtype(dtype)
     count = 1
     for extent in shape:
@@ -73,7 +151,8 @@ def empty_output(shape, dtype):
     size = count * dtype.itemsize
     if size < _ALIGNED_FROM_BYTES:
         return np.empty(shape, dtype)
-    raw = np.empty(size + _LINE, np.uint8)
+    raw = _POOL.take(size + _LINE) if size >= _POOLED_FROM_BYTES else np.empty(size + _LINE,
+                                                                                 np.uint8)
     start = -raw.ctypes.data % _LINE
     return raw[start:start + size].view(dtype).reshape(shape)
 

@@ -609,3 +609,53 @@ def test_large_outputs_start_on_a_cache_line():
     assert small.shape == (2, 3) and small.dtype == np.float32
     want = np.concatenate([lhs[:40] @ rhs[0], lhs[40:60] @ rhs[1], np.zeros((4, 600))])
     np.testing.assert_allclose(raggemm.gmm(lhs, rhs, sizes), want, rtol=1e-5, atol=1e-4)
+
+
+def _pool_problem():
+    rng = np.random.default_rng(1)
+    lhs = rng.standard_normal((40, 64), dtype=np.float32)
+    dout = rng.standard_normal((40, 8192), dtype=np.float32)
+    sizes = np.array([25, 0, 15], np.int32)
+    want = np.stack([lhs[:25].T @ dout[:25], np.zeros((64, 8192)), lhs[25:].T @ dout[25:]])
+    return lhs, dout, sizes, want  # the output: 3 x 64 x 8192 f32, 6 MiB
+
+
+def test_outputs_nothing_refers_to_are_reused_and_live_ones_never():
+    from raggemm import _arrays
+    lhs, dout, sizes, want = _pool_problem()
+    first = raggemm.tgmm(lhs, dout, sizes)
+    address = first.ctypes.data
+    second = raggemm.tgmm(lhs, dout, sizes)  # `first` is alive: other memory
+    assert second.ctypes.data != address
+    np.testing.assert_allclose(first, want, rtol=1e-4, atol=1e-3)
+    view = first[1:]  # a view keeps the buffer too
+    del first
+    third = raggemm.tgmm(lhs, dout, sizes)
+    assert third.ctypes.data not in (address, second.ctypes.data)
+    held = _arrays._POOL.held_bytes()
+    del view, third
+    again = raggemm.tgmm(lhs, dout, sizes)  # nothing refers to the first any more
+    assert _arrays._POOL.held_bytes() == held  # a pooled buffer, no new one
+    assert again.ctypes.data != second.ctypes.data
+    np.testing.assert_allclose(again, want, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(second, want, rtol=1e-4, atol=1e-3)
+    assert held <= 1024 << 20
+
+
+def test_output_pool_limit_and_its_errors(monkeypatch):
+    from raggemm import _arrays
+    lhs, dout, sizes, want = _pool_problem()
+    monkeypatch.setenv("RAGGEMM_OUTPUT_POOL_MIB", "0")
+    held = _arrays._POOL.held_bytes()
+    out = raggemm.tgmm(lhs, dout, sizes)
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-3)
+    assert _arrays._POOL.held_bytes() <= held  # nothing new pooled (free ones dropped)
+    monkeypatch.setenv("RAGGEMM_OUTPUT_POOL_MIB", "7")  # one 6 MiB output fits, not two
+    a = raggemm.tgmm(lhs, dout, sizes)
+    b = raggemm.tgmm(lhs, dout, sizes)
+    assert _arrays._POOL.held_bytes() <= 7 << 20
+    np.testing.assert_array_equal(a, b)
+    for bad in ("-1", "lots"):
+        monkeypatch.setenv("RAGGEMM_OUTPUT_POOL_MIB", bad)
+        with pytest.raises(raggemm.Error, match=f"RAGGEMM_OUTPUT_POOL_MIB='{bad}'"):
+            raggemm.tgmm(lhs, dout, sizes)

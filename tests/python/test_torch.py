@@ -309,3 +309,19 @@ def test_large_outputs_start_on_a_cache_line():
     rhs.requires_grad_(True)
     rtorch.ragged_dot(lhs, rhs, sizes).sum().backward()
     assert rhs.grad.data_ptr() % 64 == 0
+
+
+def test_an_output_tensor_keeps_its_buffer_until_it_is_freed():
+    """Outputs come from raggemm's pool of buffers nothing refers to: a live
+    tensor's memory is never handed out again, a freed one's is."""
+    lhs, rhs, sizes = problem(300, 64, 8192, [200, 0, 100])  # 9.4 MiB outputs
+    want = loop_mm(lhs, rhs, sizes).float()
+    first = rtorch.ragged_dot(lhs, rhs, sizes)
+    address = first.data_ptr()
+    second = rtorch.ragged_dot(lhs, rhs, sizes)
+    assert second.data_ptr() != address
+    torch.testing.assert_close(first, want, rtol=1e-4, atol=1e-3)
+    del first
+    third = rtorch.ragged_dot(lhs, rhs, sizes)
+    torch.testing.assert_close(third, want, rtol=1e-4, atol=1e-3)
+    torch.testing.assert_close(second, want, rtol=1e-4, atol=1e-3)
