@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "kernels/bf16_pack.h"
 #include "kernels/gmm_driver.h"
@@ -278,17 +279,23 @@ void bf16_tgmm(const TgmmProblem& p, const Schedule& s, const Bf16Microkernel& u
       // A group whose tokens fit one slice writes its tile once, final:
       // streaming stores skip reading the output lines first (as tgmm v2).
       const bool stream = end - begin <= kc_max && !p.out_group_scale;
+      // Streamed: the columns before the rows' first line boundary apart.
+      const int64_t head = stream ? misaligned_head_cols(c, p.n, tile.cols) : 0;
       for (int64_t t0 = begin; t0 < end; t0 += kc_max) {
         const int64_t kc = std::min(kc_max, end - t0);
         // lhs^T: packed row i is lhs column row0 + i, contracted over tokens.
         pack_a_down_columns(uk, bits(p.lhs), p.lhs.ld, t0, kc, end, tile.row0, tile.rows,
                             packed_a);
-        pack_pairs_down_columns(bits(p.dout), p.dout.ld, t0, packed_depth(uk, kc), end,
-                                tile.col0, tile.cols, uk.nr, packed_b);
-        macro_kernel_bf16(uk, kc, packed_a, tile.rows, packed_b, tile.cols, c, p.n,
-                          t0 > begin ? Store::kAccumulate
-                          : stream   ? Store::kStream
-                                     : Store::kOverwrite);
+        for (const auto& [c0, width] : {std::pair{int64_t{0}, head},
+                                        std::pair{head, tile.cols - head}}) {
+          if (width == 0) continue;
+          pack_pairs_down_columns(bits(p.dout), p.dout.ld, t0, packed_depth(uk, kc), end,
+                                  tile.col0 + c0, width, uk.nr, packed_b);
+          macro_kernel_bf16(uk, kc, packed_a, tile.rows, packed_b, width, c + c0, p.n,
+                            t0 > begin ? Store::kAccumulate
+                            : stream   ? Store::kStream
+                                       : Store::kOverwrite);
+        }
       }
       if (stream) hwy::FlushStream();
     }

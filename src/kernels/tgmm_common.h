@@ -54,6 +54,20 @@ inline int64_t staging_band_rows(int64_t l2_bytes, int64_t cols, int mr) {
 // whole and packs each slice's B in turn, as before the bands.
 constexpr int64_t kMaxBandedSlices = 16;
 
+// Columns of a streamed tile taken apart before the first 64-byte line of
+// its first row, so that the rest of every row starts on a line and the
+// non-temporal stores apply (they need whole lines; a misaligned row falls
+// back to plain stores, which read every output line first). Only where all
+// rows share the offset (ld a multiple of 16 floats); 0 when aligned.
+// Measured on a numpy out= 16 bytes past a line, tgmm M=4096, K=N=1024,
+// G=32 f32, Xeon model 167, 2 threads: 41-43 ms, against 25-27 aligned.
+inline int64_t misaligned_head_cols(const float* c, int64_t ld, int64_t cols) {
+  constexpr int64_t kLineFloats = 16;
+  const auto offset = static_cast<int64_t>(reinterpret_cast<uintptr_t>(c) % 64);
+  if (offset == 0 || offset % sizeof(float) != 0 || ld % kLineFloats != 0) return 0;
+  return std::min(cols, kLineFloats - offset / static_cast<int64_t>(sizeof(float)));
+}
+
 // Output stage of tgmm: an optional per-group scalar scale.
 inline void scale_tile(const TgmmProblem& p, const TgmmTile& tile, float* c) {
   if (!p.out_group_scale) return;

@@ -5,6 +5,7 @@
 // groups produce zero slices (left as they are when accumulating into out).
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include <hwy/cache_control.h>
 
@@ -119,12 +120,18 @@ void tgmm_v2(const TgmmProblem& p, const Schedule& s) {
       // streaming stores skip reading the [K, N] output lines first (at 128
       // groups the output is 512 MiB, and tgmm was bound by writing it).
       const bool stream = end - begin <= t.k && !p.out_group_scale;
+      // Streamed: the columns before the rows' first line boundary apart.
+      const int64_t head = stream ? misaligned_head_cols(c, p.n, tile.cols) : 0;
       for (int64_t t0 = begin; t0 < end; t0 += t.k) {
         const int64_t kc = std::min(t.k, end - t0);
         pack_a_transposed(p.lhs, t0, kc, tile.row0, tile.rows, begin, end, uk.mr, packed_a);
-        pack_b(p.dout, false, t0, kc, tile.col0, tile.cols, uk.nr, packed_b);
-        macro_kernel(uk, kc, packed_a, tile.rows, packed_b, tile.cols, c, p.n, t0 > begin, depth,
-                     {}, stream);
+        for (const auto& [c0, width] : {std::pair{int64_t{0}, head},
+                                        std::pair{head, tile.cols - head}}) {
+          if (width == 0) continue;
+          pack_b(p.dout, false, t0, kc, tile.col0 + c0, width, uk.nr, packed_b);
+          macro_kernel(uk, kc, packed_a, tile.rows, packed_b, width, c + c0, p.n, t0 > begin,
+                       depth, {}, stream);
+        }
       }
       if (stream) hwy::FlushStream();
     }

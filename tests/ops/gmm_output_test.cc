@@ -176,12 +176,12 @@ TgmmOptions tgmm_options(const Case& c, const Path& path, DType out_dtype, bool 
 }
 
 // Runs tgmm_into on `out` (poisoned unless accumulating into it).
-void run_tgmm_into(const Case& c, const Path& path, const Tensor& out, bool accumulate,
+void run_tgmm_into(const Case& c, const Path& path, const TensorView& out, bool accumulate,
                    int threads = 2) {
   const TgmmInputs x = tgmm_inputs(c, path);
   EXPECT_TRUE(kernels::force_bf16_microkernel(path.bf16_kernel)) << path.bf16_kernel;
   tgmm_into(x.lhs, x.dout, sizes_tensor(c.sizes), out,
-            tgmm_options(c, path, out.dtype(), accumulate, threads));
+            tgmm_options(c, path, out.dtype, accumulate, threads));
   kernels::force_bf16_microkernel("");
 }
 
@@ -281,6 +281,33 @@ TEST(GmmOutput, Bf16DoesNotDependOnThreadCount) {
     for (const Path& path : tgmm_paths()) {
       expect_bitwise_equal(run_tgmm(c, path, DType::kBF16, 1), run_tgmm(c, path, DType::kBF16, 3),
                            c.name + "/" + path.name + "/drhs");
+    }
+  }
+}
+
+// A caller's output that starts mid-line (numpy's np.empty is 16 bytes past
+// one): tgmm's streamed tiles take the columns before the rows' first line
+// boundary apart (kernels/tgmm_common.h), and the result is the aligned
+// output's, bit for bit, at every offset within a line; with rows of whole
+// lines (N = 48: the split applies) and not (N = 46), groups of one token
+// slice (streamed) and of two, and an empty one.
+TEST(GmmOutput, TgmmIntoAMisalignedOutputIsTheAlignedOnesBits) {
+  for (int64_t n : {48, 46}) {
+    const Case c{"misaligned", 40, 21, n, {7, 0, 20, 13}, {32, 16, 32}};
+    const int64_t count = local_of(c) * c.k * c.n;
+    for (const Path& path : tgmm_paths()) {
+      for (DType dtype : {DType::kF32, DType::kBF16}) {
+        const Tensor aligned = run_tgmm(c, path, dtype);
+        const int64_t elem = static_cast<int64_t>(dtype_size(dtype));
+        for (int64_t offset = 1; offset < 64 / elem; ++offset) {
+          const Tensor storage = poisoned(dtype, {count + 64 / elem});
+          const TensorView view(dtype, {local_of(c), c.k, c.n},
+                                static_cast<char*>(storage.data()) + offset * elem);
+          run_tgmm_into(c, path, view, false);
+          ASSERT_EQ(std::memcmp(view.data, aligned.data(), count * elem), 0)
+              << path.name << " " << dtype_name(dtype) << " n " << n << " offset " << offset;
+        }
+      }
     }
   }
 }
