@@ -8,6 +8,9 @@
 // handlers keep no state; each call owns its options and the ops allocate
 // their scratch per call. Alignment: XLA's buffers are only assumed to be
 // 16-byte aligned, which the ops accept for every operand.
+#include <sys/mman.h>
+
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -95,6 +98,21 @@ ffi::Error guarded(Body&& body) {
   }
 }
 
+// XLA's CPU results are not advised as huge pages, and a large one is
+// faulted in anew on each call (a fresh mapping), 4 KiB at a time, as the
+// kernel first writes it. The whole 2 MiB pages inside the result are advised
+// as transparent huge pages (where THP is "madvise", as on the Xeon model 167)
+// before the op writes them. A hint only: pages already faulted in stay as
+// they are, and the values are the op's either way. Measured there (jit
+// fwd+bwd, M=4096 K=N=1024 G=128 f32, 2 threads): 290-310 -> 207-265 ms.
+void advise_huge_pages(const TensorView& out) {
+  constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
+  const auto begin = reinterpret_cast<uintptr_t>(out.data);
+  const uintptr_t first = (begin + kHugePage - 1) / kHugePage * kHugePage;
+  const uintptr_t last = (begin + out.nbytes()) / kHugePage * kHugePage;
+  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+}
+
 void run_gmm(Pass pass, const TensorView& a, const TensorView& rhs, const TensorView& sizes,
              const TensorView& out, const PassAttrs& attrs) {
   GmmOptions options;
@@ -105,6 +123,7 @@ void run_gmm(Pass pass, const TensorView& a, const TensorView& rhs, const Tensor
   options.group_offset = attrs.group_offset;
   options.local_groups = attrs.local_groups;
   options.out_dtype = out.dtype;  // f32 or bf16: the kernels write it directly
+  advise_huge_pages(out);
   traced_gmm(pass, std::string(attrs.weight), config, a, rhs, sizes, attrs.local_groups,
              [&] { gmm_into(a, rhs, sizes, out, options); });
 }
@@ -157,6 +176,7 @@ ffi::Error grad_rhs(ffi::AnyBuffer lhs, ffi::AnyBuffer dout, ffi::Buffer<ffi::S3
     options.group_offset = attrs.group_offset;
     options.local_groups = attrs.local_groups;
     const TensorView out_view = view_of(*drhs, "out");
+    advise_huge_pages(out_view);
     options.out_dtype = out_view.dtype;
     traced_gmm(Pass::kGradRhs, std::string(attrs.weight), config, lhs_view, dout_view,
                sizes_view, attrs.local_groups,
