@@ -107,21 +107,36 @@ void interleave_two_rows(const uint16_t* row0, const uint16_t* row1, int64_t col
 
 }  // namespace
 
+// Pairs of rows below the one being packed that pack_pairs_down_columns asks
+// the memory for.
+constexpr int64_t kPrefetchPairs = 8;
+
 void pack_pairs_down_columns(const uint16_t* src, int64_t ld, int64_t k0, int64_t kc,
                              int64_t k_end, int64_t c0, int64_t count, int width, uint16_t* dst) {
   static const uint16_t kZeros[64] = {};  // >= any width
   const int64_t kp = pairs_of(kc);
   const int64_t panels = (count + width - 1) / width;
   const int64_t last = std::min(k0 + kc, k_end);  // rows at or past it read as zero
-  for (int64_t panel = 0; panel < panels; ++panel) {
-    const int64_t col = panel * width;
-    const int64_t cols = std::min<int64_t>(width, count - col);
-    uint16_t* out = dst + panel * width * kp * 2;
-    for (int64_t p = 0; p < kp; ++p) {
-      const int64_t k = k0 + 2 * p;
-      const uint16_t* row0 = k < last ? src + k * ld + c0 + col : kZeros;
-      const uint16_t* row1 = k + 1 < last ? src + (k + 1) * ld + c0 + col : kZeros;
-      interleave_two_rows(row0, row1, cols, width, out + p * width * 2);
+  // Pairs of rows outer: each source row is read once, left to right along
+  // its `count` columns, while the rows kPrefetchPairs pairs below are asked
+  // for (panels outer walked every row once per panel, one line at a time
+  // down a stride of ld: a weight read from DRAM that way kept the AMX gmm
+  // at 128 groups bound by this packing).
+  const int64_t row_lines = (count * static_cast<int64_t>(sizeof(uint16_t)) + 63) / 64;
+  for (int64_t p = 0; p < kp; ++p) {
+    const int64_t k = k0 + 2 * p;
+    const int64_t ahead = k + 2 * kPrefetchPairs;
+    for (int64_t r = ahead; r < std::min(ahead + 2, last); ++r) {
+      const char* line = reinterpret_cast<const char*>(src + r * ld + c0);
+      for (int64_t l = 0; l < row_lines; ++l) __builtin_prefetch(line + 64 * l);
+    }
+    const uint16_t* row0 = k < last ? src + k * ld + c0 : nullptr;
+    const uint16_t* row1 = k + 1 < last ? src + (k + 1) * ld + c0 : nullptr;
+    for (int64_t panel = 0; panel < panels; ++panel) {
+      const int64_t col = panel * width;
+      const int64_t cols = std::min<int64_t>(width, count - col);
+      interleave_two_rows(row0 ? row0 + col : kZeros, row1 ? row1 + col : kZeros, cols, width,
+                          dst + panel * width * kp * 2 + p * width * 2);
     }
   }
 }
