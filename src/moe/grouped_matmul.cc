@@ -183,21 +183,60 @@ uint16_t* cast_buffer(int slot, int64_t count) {
   return buffer.data;
 }
 
-// A view of `count` floats as `dtype`: the buffer itself for f32, a bf16 copy
-// in this thread's cast buffer `slot` otherwise (valid until the next cast
-// into that slot).
-TensorView as_dtype(const float* data, Shape shape, DType dtype, int slot) {
+// bits[0:count] = bf16 of data[0:count]. core::bf16_bits_of inline, so the
+// loop vectorizes: the out-of-line f32_to_bf16 call per element made this
+// cast 39% of a bf16 training step (configs/base.yml dtype=bf16, trace's
+// cast_bf16).
+void cast_to_bf16(const float* data, int64_t count, uint16_t* bits) {
+#pragma omp parallel for schedule(static) if (count > 65536)
+  for (int64_t i = 0; i < count; ++i) bits[i] = core::bf16_bits_of(data[i]);
+}
+
+// A view of `count` floats as the context's dtype: the buffer itself for
+// f32; for bf16 an activation's memoized copy (the context's CastMemo),
+// else a copy in this thread's cast buffer `slot` (valid until the next cast
+// into that slot). Weights are never memoized: a gathered (FSDP) weight may
+// reuse one buffer for another weight within the step.
+enum class Source { kActivation, kWeight };
+TensorView as_dtype(const MatmulContext& context, const float* data, Shape shape, int slot,
+                    Source source = Source::kActivation) {
+  const DType dtype = context.dtype;
   if (dtype == DType::kF32) return TensorView(DType::kF32, std::move(shape), data);
   require(dtype == DType::kBF16, "dtype", dtype_name(dtype), "GMM inputs must be f32 or bf16");
   const int64_t count = checked_numel(shape, "shape");
+  if (context.casts && source == Source::kActivation) {
+    return TensorView(DType::kBF16, std::move(shape), context.casts->cast(data, count));
+  }
   uint16_t* bits = cast_buffer(slot, count);
-  // core::bf16_bits_of inline, so the loop vectorizes: the out-of-line
-  // f32_to_bf16 call per element made this cast 39% of a bf16 training
-  // step (configs/base.yml dtype=bf16, trace's cast_bf16).
-#pragma omp parallel for schedule(static) if (count > 65536)
-  for (int64_t i = 0; i < count; ++i) bits[i] = core::bf16_bits_of(data[i]);
+  cast_to_bf16(data, count, bits);
   return TensorView(DType::kBF16, std::move(shape), bits);
 }
+
+}  // namespace
+
+const uint16_t* CastMemo::cast(const float* src, int64_t count) {
+  Entry* free = nullptr;
+  for (Entry& e : entries_) {
+    if (e.src == src && e.count == count) return e.bits.data();
+    // The free entry that needs the least growth.
+    if (!e.src && (!free || (free->bits.size() < static_cast<size_t>(count) &&
+                             e.bits.size() > free->bits.size()))) {
+      free = &e;
+    }
+  }
+  if (!free) free = &entries_.emplace_back();
+  if (free->bits.size() < static_cast<size_t>(count)) free->bits.resize(static_cast<size_t>(count));
+  free->src = src;
+  free->count = count;
+  cast_to_bf16(src, count, free->bits.data());
+  return free->bits.data();
+}
+
+void CastMemo::clear() {
+  for (Entry& e : entries_) e.src = nullptr;
+}
+
+namespace {
 
 QuantGmmOptions quant_options(const MatmulContext& context, Pass pass) {
   QuantGmmOptions options;
@@ -245,13 +284,13 @@ void ops_gmm(const MatmulContext& context, const ResolvedPassConfig& config, Pas
   TensorView lhs_view, w_view;
   {
     auto cast_scope = profile(context.profiler, "cast_bf16", OpKind::kGlue);
-    lhs_view = as_dtype(lhs, Shape{p.m, lhs_cols}, context.dtype, 0);
+    lhs_view = as_dtype(context, lhs, Shape{p.m, lhs_cols}, 0);
     // A bf16-stored weight is handed over as it is (with an f32 lhs the
     // kernels widen it as they pack); an f32 one is cast to the compute dtype.
     w_view = w.dtype == DType::kBF16
                  ? TensorView(DType::kBF16, Shape{p.weight_groups(), p.k, p.n}, w.data)
-                 : as_dtype(static_cast<const float*>(w.data), Shape{p.weight_groups(), p.k, p.n},
-                            context.dtype, 1);
+                 : as_dtype(context, static_cast<const float*>(w.data),
+                            Shape{p.weight_groups(), p.k, p.n}, 1, Source::kWeight);
   }
   auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
   annotate(scope, name, pass, config, p, /*reference=*/false);
@@ -406,8 +445,8 @@ void grouped_grad_rhs<float>(const MatmulContext& context, const ResolvedPassCon
   TensorView x_view, dy_view;
   {
     auto cast_scope = profile(context.profiler, "cast_bf16", OpKind::kGlue);
-    x_view = as_dtype(x, Shape{p.m, p.k}, context.dtype, 0);
-    dy_view = as_dtype(dy, Shape{p.m, p.n}, context.dtype, 1);
+    x_view = as_dtype(context, x, Shape{p.m, p.k}, 0);
+    dy_view = as_dtype(context, dy, Shape{p.m, p.n}, 1);
   }
   auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
   annotate(scope, name, Pass::kGradRhs, config, p, /*reference=*/false);

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,29 @@
 #include "raggemm/profiler.h"
 
 namespace raggemm::moe {
+
+// bf16 copies of the f32 inputs the MoE layer hands to several GMMs of one
+// step (x to wi_0 and wi_1 in the forward and the drhs, act to wo's forward
+// and drhs, dy and dh to their dlhs and drhs): each source is cast once
+// between two clear()s instead of once per GMM (11 casts a layer a step
+// where 5 differ). The layer clears it at the start of each forward and
+// writes no memoized source before the next clear (moe_layer.cc).
+class CastMemo {
+ public:
+  // The bf16 bits of src[0:count]: the copy made since the last clear(),
+  // else a new one.
+  const uint16_t* cast(const float* src, int64_t count);
+  // Forgets the copies; their buffers are kept for the next step.
+  void clear();
+
+ private:
+  struct Entry {
+    const float* src = nullptr;  // null: free
+    int64_t count = 0;
+    std::vector<uint16_t> bits;
+  };
+  std::vector<Entry> entries_;
+};
 
 struct MatmulContext {
   MatmulBackend backend = MatmulBackend::kOps;
@@ -33,6 +57,9 @@ struct MatmulContext {
   Profiler* profiler = nullptr;
   OpKind kind = OpKind::kExpertGmm;
   std::vector<GmmCall>* calls = nullptr;  // appended to by every call (the layer's call log)
+  // Set (the MoE layer's experts): bf16 casts go through it, else into
+  // this thread's cast buffers, once per call.
+  std::shared_ptr<CastMemo> casts;
 };
 
 struct GroupedProblem {

@@ -61,6 +61,7 @@ MoeLayer<T>::Impl::Impl(std::string prefix, const MoeConfig& config_, Profiler* 
              config_.router.num_experts, {"router/fwd", "router/dlhs", "router/drhs"}),
       einsums(dense_context(config_, profiler_, config_.dtype, &calls)) {
   validate(config);
+  if (config.dtype == DType::kBF16) experts.casts = std::make_shared<CastMemo>();
   require(config.sparse_matmul || shard.ranks == 1, "sparse_matmul,ici_expert_parallelism",
           "false," + std::to_string(shard.ranks),
           "the dense path runs on one process (expert parallelism needs sparse_matmul=true)");
@@ -122,6 +123,10 @@ template <class T>
 void MoeLayer<T>::Impl::experts_forward(const T* x_rows, T* ys) {
   const int64_t d = config.embed_dim, f = config.mlp_dim, m = rows.m;
   const int64_t first = rows.begin, count = rows.end - rows.begin;
+  // A new step: the bf16 copies of the last one's inputs are stale (the
+  // memo's contract, grouped_matmul.h); this step's x, act, dy and dh are
+  // not written after their first cast until the next forward.
+  if (experts.casts) experts.casts->clear();
   expert_xs = x_rows;
   act.resize(static_cast<size_t>(m * f));
   zero_other_rows(act, f);
