@@ -9,23 +9,15 @@
 
 #include <gtest/gtest.h>
 #include <hwy/cache_control.h>
-#include <hwy/targets.h>
 
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "core/float_bits.h"
-#include "kernels/microkernel.h"
+#include "support/every_target.h"
 
 namespace raggemm::kernels {
 namespace {
-
-float from_bits(uint32_t bits) {
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
 
 std::vector<float> special_values() {
   std::vector<float> v;
@@ -34,11 +26,11 @@ std::vector<float> special_values() {
                           0x3f808000u, 0x3f818000u, 0x3f807fffu, 0x3f808001u, 0x7f7fffffu,
                           0x7f7f8000u, 0x7f800000u, 0x7f800001u, 0x7fbfffffu, 0x7fc00000u,
                           0x7fffffffu, 0x3f800000u, 0x40490fdbu}) {
-      v.push_back(from_bits(sign | bits));
+      v.push_back(core::float_of(sign | bits));
     }
   }
   // And a spread of ordinary values, every low half.
-  for (uint32_t i = 0; i < 200; ++i) v.push_back(from_bits(0x3e000000u + i * 0x00012345u));
+  for (uint32_t i = 0; i < 200; ++i) v.push_back(core::float_of(0x3e000000u + i * 0x00012345u));
   return v;
 }
 
@@ -72,19 +64,7 @@ void check_rows() {
   }
 }
 
-TEST(Bf16RoundStore, MatchesBf16BitsOfOnEveryTarget) {
-  const int64_t targets = microkernel_targets();
-  int tested = 0;
-  for (int64_t bit = 1; bit != 0 && bit <= targets; bit <<= 1) {
-    if (!(targets & bit)) continue;
-    hwy::SetSupportedTargetsForTest(bit);
-    SCOPED_TRACE(target_name(bit));
-    check_rows();
-    ++tested;
-  }
-  hwy::SetSupportedTargetsForTest(0);
-  EXPECT_GE(tested, 2);
-}
+TEST(Bf16RoundStore, MatchesBf16BitsOfOnEveryTarget) { testing::on_every_target(check_rows); }
 
 }  // namespace
 }  // namespace raggemm::kernels

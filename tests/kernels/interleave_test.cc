@@ -8,12 +8,11 @@
 #include "kernels/interleave.h"
 
 #include <gtest/gtest.h>
-#include <hwy/targets.h>
 
 #include <vector>
 
-#include "kernels/microkernel.h"
 #include "raggemm/dtype.h"
+#include "support/every_target.h"
 
 namespace raggemm::kernels {
 namespace {
@@ -49,19 +48,7 @@ void check_all_shapes() {
   }
 }
 
-TEST(InterleaveRows, MatchesDefinitionOnEveryTarget) {
-  const int64_t targets = microkernel_targets();
-  int tested = 0;
-  for (int64_t bit = 1; bit != 0 && bit <= targets; bit <<= 1) {
-    if (!(targets & bit)) continue;
-    hwy::SetSupportedTargetsForTest(bit);
-    SCOPED_TRACE(target_name(bit));
-    check_all_shapes();
-    ++tested;
-  }
-  hwy::SetSupportedTargetsForTest(0);
-  EXPECT_GE(tested, 2);
-}
+TEST(InterleaveRows, MatchesDefinitionOnEveryTarget) { testing::on_every_target(check_all_shapes); }
 
 }  // namespace
 }  // namespace raggemm::kernels

@@ -13,7 +13,6 @@
 //    the k_end mask, raw bits copied.
 // Element definition: value(r, c) = decode(code(r, c)) * scale.at(r, c).
 #include <gtest/gtest.h>
-#include <hwy/targets.h>
 
 #include <cstring>
 #include <random>
@@ -29,6 +28,7 @@
 #include "kernels/widen.h"
 #include "raggemm/dtype.h"
 #include "raggemm/fp8.h"
+#include "support/every_target.h"
 
 namespace raggemm::kernels {
 namespace {
@@ -154,20 +154,10 @@ const DType kDtypes[] = {DType::kF32, DType::kBF16, DType::kF16, DType::kF8E4M3,
 const Layout kLayouts[] = {Layout::kNone,   Layout::kTensor,       Layout::kRow,
                            Layout::kColumn, Layout::kColumnBlocks, Layout::kRowBlocks};
 
+// fn(the target's f32 microkernel) on every runnable target.
 template <class Fn>
 void on_every_target(Fn fn) {
-  const int64_t targets = microkernel_targets();
-  int tested = 0;
-  for (int64_t bit = 1; bit != 0 && bit <= targets; bit <<= 1) {
-    if (!(targets & bit)) continue;
-    hwy::SetSupportedTargetsForTest(bit);
-    SCOPED_TRACE(target_name(bit));
-    fn(select_microkernel());
-    ++tested;
-    if (::testing::Test::HasFatalFailure()) break;
-  }
-  hwy::SetSupportedTargetsForTest(0);
-  EXPECT_GE(tested, 2);
+  testing::on_every_target([&] { fn(select_microkernel()); });
 }
 
 TEST(DecodeContract, SpanEveryDtypeEveryScaleLayoutEveryTarget) {
