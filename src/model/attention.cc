@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <optional>
 #include <type_traits>
 
@@ -115,6 +116,13 @@ struct Attention<T>::Impl {
     validate(c);
     moe::MatmulContext context = moe::dense_context(matmuls, profiler, matmuls.dtype);
     context.kind = OpKind::kAttention;
+    // bf16: the projections share one CastMemo (cleared at each forward), so
+    // x is cast once for wq, wk, wv and their drhs, o and each gradient once
+    // for their two GMMs. Every source is written before its first cast of
+    // the step and kept until the next forward (the backward reads x, o, qn
+    // and latent_normed again as they are).
+    if (matmuls.dtype == DType::kBF16) context.casts = std::make_shared<moe::CastMemo>();
+    casts = context.casts;
     const int64_t d = c.embed_dim, h = c.num_query_heads;
     auto make = [&](std::optional<Projection<T>>& p, const char* name, int64_t k, int64_t n,
                     moe::DenseNames names) {
@@ -163,6 +171,7 @@ struct Attention<T>::Impl {
   AttentionConfig c;
   Profiler* profiler;
   DType dtype;
+  std::shared_ptr<moe::CastMemo> casts;  // bf16: the projections' (null for f32)
   int64_t heads = 0, kv_heads = 0, qk_dim = 0, v_dim = 0;
   double scale = 0;
   std::optional<Projection<T>> wq, wk, wv, wo, wq_a, wq_b, wkv_a, wkv_b;
@@ -179,6 +188,7 @@ struct Attention<T>::Impl {
 
 template <class T>
 void Attention<T>::Impl::forward(const T* x_, T* out) {
+  if (casts) casts->clear();  // a new step: the last one's copies are stale
   x = x_;
   const int64_t t = tokens;
   q.resize(static_cast<size_t>(t * heads * qk_dim));

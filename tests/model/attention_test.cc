@@ -5,6 +5,7 @@
 // it; causality; RoPE's frequencies and its inverse.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -308,6 +309,43 @@ TEST_P(AttentionLayerTest, F32AndBf16MatchF64) {
                 10 * tolerance)
           << layer.params()[i]->name << " " << dtype_name(dtype);
     }
+  }
+}
+
+// bf16 casts each input of its projections once a step (a CastMemo cleared
+// at each forward): a second step on new values in the same buffers (the
+// layer's own buffers keep their addresses) gives, bit for bit, what a fresh
+// layer gives on them, so no copy of the first step's values is read again.
+TEST_P(AttentionLayerTest, Bf16SecondStepIsAFreshLayersFirst) {
+  const AttentionConfig config = GetParam().config;
+  moe::MoeConfig matmuls;
+  matmuls.dtype = DType::kBF16;
+  Attention<float> stepped("attn", config, matmuls, nullptr);
+  stepped.init(3);
+  Attention<float> fresh("attn", config, matmuls, nullptr);
+  moe::testing::copy_params(stepped.params(), fresh.params());
+  const int64_t n = kBatch * kSeq * config.embed_dim;
+  auto step = [&](Attention<float>& layer, const std::vector<float>& x,
+                  const std::vector<float>& w, std::vector<float>& out, std::vector<float>& dx) {
+    for (moe::Param<float>* p : layer.params()) std::fill(p->grad.begin(), p->grad.end(), 0.0f);
+    std::fill(dx.begin(), dx.end(), 0.0f);
+    layer.forward(x.data(), kBatch, kSeq, out.data());
+    layer.backward(w.data(), dx.data());
+  };
+  std::vector<float> x = moe::testing::cast_values<float>(random_values(n, 8));
+  std::vector<float> w = moe::testing::cast_values<float>(random_values(n, 9));
+  std::vector<float> out(x.size()), dx(x.size());
+  step(stepped, x, w, out, dx);
+  const std::vector<double> x2 = random_values(n, 10), w2 = random_values(n, 11);
+  std::copy(x2.begin(), x2.end(), x.begin());  // new values, the same buffers
+  std::copy(w2.begin(), w2.end(), w.begin());
+  step(stepped, x, w, out, dx);
+  std::vector<float> want(x.size()), want_dx(x.size());
+  step(fresh, x, w, want, want_dx);
+  EXPECT_EQ(out, want);
+  EXPECT_EQ(dx, want_dx);
+  for (size_t i = 0; i < fresh.params().size(); ++i) {
+    EXPECT_EQ(stepped.params()[i]->grad, fresh.params()[i]->grad) << fresh.params()[i]->name;
   }
 }
 

@@ -1,13 +1,18 @@
 // CastMemo (moe/grouped_matmul.h): a source cast once between two clear()s
 // gives bf16_bits_of of every element; the same source and count give the
 // same copy back (cast once), another count or source its own copy; after
-// clear() a source written since is cast anew, into a kept buffer.
+// clear() a source written since is cast anew, into a kept buffer. And the
+// MoE layer in bf16 clears it each step: a second step on new values gives
+// what a fresh layer gives.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "core/float_bits.h"
 #include "moe/grouped_matmul.h"
+#include "moe/moe_test_util.h"
+#include "raggemm/moe.h"
 
 namespace raggemm::moe {
 namespace {
@@ -40,6 +45,48 @@ TEST(CastMemo, CastsEachSourceOnceBetweenClears) {
   const uint16_t* again = memo.cast(a.data(), 100000);
   expect_bits(again, a, 100000);  // a's writes since the last cast are in
   EXPECT_EQ(again, a_bits);       // the largest free buffer, kept, taken again
+}
+
+
+// The layer's buffers (xs, act, dy, dh) keep their addresses from step to
+// step; with its memo not cleared, the second step would read the first's
+// bf16 copies.
+TEST(CastMemo, Bf16MoeLayerSecondStepIsAFreshLayersFirst) {
+  MoeConfig config;
+  config.embed_dim = 16;
+  config.mlp_dim = 12;
+  config.router.num_experts = 4;
+  config.router.top_k = 2;
+  config.dtype = DType::kBF16;
+  constexpr int64_t kTokens = 24;
+  MoeLayer<float> stepped("moe", config);
+  stepped.init(5);
+  MoeLayer<float> fresh("moe", config);
+  testing::copy_params(stepped.params(), fresh.params());
+  const int64_t n = kTokens * config.embed_dim;
+  auto step = [&](MoeLayer<float>& layer, const std::vector<float>& x,
+                  const std::vector<float>& probe, std::vector<float>& out,
+                  std::vector<float>& dx) {
+    for (Param<float>* p : layer.params()) std::fill(p->grad.begin(), p->grad.end(), 0.0f);
+    std::fill(dx.begin(), dx.end(), 0.0f);
+    layer.forward(x.data(), kTokens, out.data());
+    layer.backward(probe.data(), dx.data());
+  };
+  std::vector<float> x = testing::cast_values<float>(testing::random_values(n, 21));
+  std::vector<float> probe = testing::cast_values<float>(testing::random_values(n, 22));
+  std::vector<float> out(x.size()), dx(x.size());
+  step(stepped, x, probe, out, dx);
+  const std::vector<double> x2 = testing::random_values(n, 23), p2 = testing::random_values(n, 24);
+  std::copy(x2.begin(), x2.end(), x.begin());  // new values, the same buffers
+  std::copy(p2.begin(), p2.end(), probe.begin());
+  step(stepped, x, probe, out, dx);
+  std::vector<float> want(x.size()), want_dx(x.size());
+  step(fresh, x, probe, want, want_dx);
+  EXPECT_EQ(out, want);
+  EXPECT_EQ(dx, want_dx);
+  for (size_t i = 0; i < fresh.params().size(); ++i) {
+    EXPECT_EQ(stepped.params()[i]->grad, fresh.params()[i]->grad) << fresh.params()[i]->name;
+  }
 }
 
 }  // namespace
