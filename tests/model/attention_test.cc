@@ -324,29 +324,12 @@ TEST_P(AttentionLayerTest, Bf16SecondStepIsAFreshLayersFirst) {
   stepped.init(3);
   Attention<float> fresh("attn", config, matmuls, nullptr);
   moe::testing::copy_params(stepped.params(), fresh.params());
-  const int64_t n = kBatch * kSeq * config.embed_dim;
-  auto step = [&](Attention<float>& layer, const std::vector<float>& x,
-                  const std::vector<float>& w, std::vector<float>& out, std::vector<float>& dx) {
-    for (moe::Param<float>* p : layer.params()) std::fill(p->grad.begin(), p->grad.end(), 0.0f);
-    std::fill(dx.begin(), dx.end(), 0.0f);
-    layer.forward(x.data(), kBatch, kSeq, out.data());
-    layer.backward(w.data(), dx.data());
-  };
-  std::vector<float> x = moe::testing::cast_values<float>(random_values(n, 8));
-  std::vector<float> w = moe::testing::cast_values<float>(random_values(n, 9));
-  std::vector<float> out(x.size()), dx(x.size());
-  step(stepped, x, w, out, dx);
-  const std::vector<double> x2 = random_values(n, 10), w2 = random_values(n, 11);
-  std::copy(x2.begin(), x2.end(), x.begin());  // new values, the same buffers
-  std::copy(w2.begin(), w2.end(), w.begin());
-  step(stepped, x, w, out, dx);
-  std::vector<float> want(x.size()), want_dx(x.size());
-  step(fresh, x, w, want, want_dx);
-  EXPECT_EQ(out, want);
-  EXPECT_EQ(dx, want_dx);
-  for (size_t i = 0; i < fresh.params().size(); ++i) {
-    EXPECT_EQ(stepped.params()[i]->grad, fresh.params()[i]->grad) << fresh.params()[i]->name;
-  }
+  moe::testing::expect_second_step_is_a_fresh_layers_first(
+      stepped, fresh, kBatch * kSeq * config.embed_dim,
+      [](Attention<float>& layer, const auto& x, const auto& w, auto& out, auto& dx) {
+        layer.forward(x.data(), kBatch, kSeq, out.data());
+        layer.backward(w.data(), dx.data());
+      });
 }
 
 // The layer is causal end to end: changing x at position 4 leaves outputs

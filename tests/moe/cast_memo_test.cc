@@ -6,7 +6,6 @@
 // what a fresh layer gives.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <vector>
 
 #include "core/float_bits.h"
@@ -63,30 +62,12 @@ TEST(CastMemo, Bf16MoeLayerSecondStepIsAFreshLayersFirst) {
   stepped.init(5);
   MoeLayer<float> fresh("moe", config);
   testing::copy_params(stepped.params(), fresh.params());
-  const int64_t n = kTokens * config.embed_dim;
-  auto step = [&](MoeLayer<float>& layer, const std::vector<float>& x,
-                  const std::vector<float>& probe, std::vector<float>& out,
-                  std::vector<float>& dx) {
-    for (Param<float>* p : layer.params()) std::fill(p->grad.begin(), p->grad.end(), 0.0f);
-    std::fill(dx.begin(), dx.end(), 0.0f);
-    layer.forward(x.data(), kTokens, out.data());
-    layer.backward(probe.data(), dx.data());
-  };
-  std::vector<float> x = testing::cast_values<float>(testing::random_values(n, 21));
-  std::vector<float> probe = testing::cast_values<float>(testing::random_values(n, 22));
-  std::vector<float> out(x.size()), dx(x.size());
-  step(stepped, x, probe, out, dx);
-  const std::vector<double> x2 = testing::random_values(n, 23), p2 = testing::random_values(n, 24);
-  std::copy(x2.begin(), x2.end(), x.begin());  // new values, the same buffers
-  std::copy(p2.begin(), p2.end(), probe.begin());
-  step(stepped, x, probe, out, dx);
-  std::vector<float> want(x.size()), want_dx(x.size());
-  step(fresh, x, probe, want, want_dx);
-  EXPECT_EQ(out, want);
-  EXPECT_EQ(dx, want_dx);
-  for (size_t i = 0; i < fresh.params().size(); ++i) {
-    EXPECT_EQ(stepped.params()[i]->grad, fresh.params()[i]->grad) << fresh.params()[i]->name;
-  }
+  testing::expect_second_step_is_a_fresh_layers_first(
+      stepped, fresh, kTokens * config.embed_dim,
+      [](MoeLayer<float>& layer, const auto& x, const auto& probe, auto& out, auto& dx) {
+        layer.forward(x.data(), kTokens, out.data());
+        layer.backward(probe.data(), dx.data());
+      });
 }
 
 }  // namespace

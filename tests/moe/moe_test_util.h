@@ -2,6 +2,9 @@
 // parameters between layers of different scalar types, and norms.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -42,6 +45,36 @@ double relative_frobenius(const std::vector<A>& a, const std::vector<B>& b) {
     norm += static_cast<double>(b[i]) * static_cast<double>(b[i]);
   }
   return std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
+}
+
+// A layer's second step on new values in the same input buffers (the
+// layer's own buffers keep their addresses too) gives, bit for bit, what a
+// fresh layer with the same parameters gives on them: nothing of the first
+// step (a memoized bf16 copy) is read again. run(layer, x, probe, out, dx)
+// is one forward and backward; grads and dx start at zero each step.
+template <class Layer, class Run>
+void expect_second_step_is_a_fresh_layers_first(Layer& stepped, Layer& fresh, int64_t n,
+                                                 const Run& run) {
+  std::vector<float> x = cast_values<float>(random_values(n, 21));
+  std::vector<float> probe = cast_values<float>(random_values(n, 22));
+  auto step = [&](Layer& layer, std::vector<float>& out, std::vector<float>& dx) {
+    for (auto* p : layer.params()) std::fill(p->grad.begin(), p->grad.end(), 0.0f);
+    std::fill(dx.begin(), dx.end(), 0.0f);
+    run(layer, x, probe, out, dx);
+  };
+  std::vector<float> out(x.size()), dx(x.size());
+  step(stepped, out, dx);
+  const std::vector<double> x2 = random_values(n, 23), probe2 = random_values(n, 24);
+  std::copy(x2.begin(), x2.end(), x.begin());  // new values, the same buffers
+  std::copy(probe2.begin(), probe2.end(), probe.begin());
+  step(stepped, out, dx);
+  std::vector<float> want(x.size()), want_dx(x.size());
+  step(fresh, want, want_dx);
+  EXPECT_EQ(out, want);
+  EXPECT_EQ(dx, want_dx);
+  for (size_t i = 0; i < fresh.params().size(); ++i) {
+    EXPECT_EQ(stepped.params()[i]->grad, fresh.params()[i]->grad) << fresh.params()[i]->name;
+  }
 }
 
 // Did the build enable AddressSanitizer? Big shapes are skipped there (a
