@@ -179,12 +179,8 @@ struct Bf16GmmPolicy {
   }
 };
 
-// A tile of a bf16 output, or one accumulated into (as tgmm v2's): an f32
-// output of one slice accumulates in place with C + acc; otherwise bands of
-// band_rows rows accumulate over the slices in an f32 block, which the store
-// stage writes once. The bands share the B of every slice, packed once; a
-// group of more than kMaxBandedSlices slices takes the tile as one band and
-// packs each slice's B in turn, so the workspace stays bounded by the tiles.
+// A tile of a bf16 output, or one accumulated into (as tgmm v2's): the bf16
+// kernel's configuration of run_staged_bands (tgmm_common.h).
 void run_staged_tgmm_tile(const TgmmProblem& p, int64_t kc_max, int64_t band_rows,
                           const Bf16Microkernel& uk, const TgmmTile& tile, int64_t begin,
                           int64_t end, const OutputView& out, int64_t out_row) {
@@ -193,42 +189,26 @@ void run_staged_tgmm_tile(const TgmmProblem& p, int64_t kc_max, int64_t band_row
     out.zero(out_row, tile.col0, tile.rows, tile.cols);  // nothing when accumulating
     return;
   }
-  const int64_t slices = (end - begin + kc_max - 1) / kc_max;
-  const bool in_place = out.f32 && slices == 1 && !scale;
-  const bool shared_b = !in_place && slices <= kMaxBandedSlices;
-  const int64_t band = shared_b ? std::min(band_rows, tile.rows) : tile.rows;
+  const StagedPlan plan =
+      plan_staged_tile(out, scale != nullptr, end - begin, kc_max, band_rows, tile.rows);
   const int64_t slice_size = bf16_packed_size(tile.cols, kc_max, uk.nr);
-  uint16_t* packed_a = bf16_workspace(Slot::kPackedA, bf16_packed_size(band, kc_max, uk.mr));
-  uint16_t* packed_b = bf16_workspace(Slot::kPackedB, (shared_b ? slices : 1) * slice_size);
-  auto pack_b_slice = [&](int64_t t0, uint16_t* dst) {
-    pack_pairs_down_columns(bits(p.dout), p.dout.ld, t0,
-                            packed_depth(uk, std::min(kc_max, end - t0)), end, tile.col0,
-                            tile.cols, uk.nr, dst);
-  };
-  if (shared_b) {
-    for (int64_t t0 = begin, i = 0; t0 < end; t0 += kc_max, ++i) {
-      pack_b_slice(t0, packed_b + i * slice_size);
-    }
-  }
-  float* c = in_place ? out.f32_at(out_row, tile.col0)
-                      : workspace(Slot::kAccumulator, band * tile.cols);
-  const int64_t ldc = in_place ? p.n : tile.cols;
-  for (int64_t r0 = 0; r0 < tile.rows; r0 += band) {
-    const int64_t rows = std::min(band, tile.rows - r0);
-    for (int64_t t0 = begin, i = 0; t0 < end; t0 += kc_max, ++i) {
-      const int64_t kc = std::min(kc_max, end - t0);
-      const uint16_t* b = packed_b + (shared_b ? i * slice_size : 0);
-      if (!shared_b) pack_b_slice(t0, packed_b);
-      pack_a_down_columns(uk, bits(p.lhs), p.lhs.ld, t0, kc, end, tile.row0 + r0, rows, packed_a);
-      macro_kernel_bf16(uk, kc, packed_a, rows, b, tile.cols, c, ldc,
-                        in_place || t0 > begin ? Store::kAccumulate : Store::kOverwrite);
-    }
-    // The weight gradient is written once and is larger than the caches.
-    if (!in_place) {
-      out.store(out_row + r0, tile.col0, c, tile.cols, rows, tile.cols, scale, /*stream=*/true);
-    }
-  }
-  if (!in_place) hwy::FlushStream();
+  uint16_t* packed_a = bf16_workspace(Slot::kPackedA, bf16_packed_size(plan.band, kc_max, uk.mr));
+  uint16_t* packed_b =
+      bf16_workspace(Slot::kPackedB, (plan.shared_b ? plan.slices : 1) * slice_size);
+  run_staged_bands(
+      plan, out, tile, out_row, scale, begin, end, kc_max, p.n,
+      [&](int64_t t0, int64_t i) {
+        pack_pairs_down_columns(bits(p.dout), p.dout.ld, t0,
+                                packed_depth(uk, std::min(kc_max, end - t0)), end, tile.col0,
+                                tile.cols, uk.nr, packed_b + i * slice_size);
+      },
+      [&](int64_t t0, int64_t kc, int64_t i, int64_t r0, int64_t rows, float* c, int64_t ldc,
+          bool accumulate) {
+        pack_a_down_columns(uk, bits(p.lhs), p.lhs.ld, t0, kc, end, tile.row0 + r0, rows,
+                            packed_a);
+        macro_kernel_bf16(uk, kc, packed_a, rows, packed_b + i * slice_size, tile.cols, c, ldc,
+                          accumulate ? Store::kAccumulate : Store::kOverwrite);
+      });
 }
 
 }  // namespace

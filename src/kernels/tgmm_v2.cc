@@ -21,11 +21,8 @@
 namespace raggemm::kernels {
 namespace {
 
-// A tile of a bf16 output, or one accumulated into: an f32 output of one
-// slice accumulates in place with the microkernel's C + acc; otherwise bands
-// of band_rows rows accumulate over the token slices in an f32 block, which
-// the store stage writes once, sharing the packed B of every slice (one band,
-// each slice's B packed in turn, past kMaxBandedSlices: tgmm_common.h).
+// A tile of a bf16 output, or one accumulated into: the f32 microkernel's
+// configuration of run_staged_bands (tgmm_common.h).
 void run_staged_tile(const TgmmProblem& p, const Schedule& s, const Microkernel& uk,
                      int64_t band_rows, const TgmmTile& tile, int64_t begin, int64_t end,
                      const OutputView& out, int64_t out_row) {
@@ -35,40 +32,24 @@ void run_staged_tile(const TgmmProblem& p, const Schedule& s, const Microkernel&
     out.zero(out_row, tile.col0, tile.rows, tile.cols);  // nothing when accumulating
     return;
   }
-  const int64_t slices = (end - begin + t.k - 1) / t.k;
-  const bool in_place = out.f32 && slices == 1 && !scale;  // out = out + acc, one slice
-  const bool shared_b = !in_place && slices <= kMaxBandedSlices;
-  const int64_t band = shared_b ? std::min(band_rows, tile.rows) : tile.rows;
+  const StagedPlan plan =
+      plan_staged_tile(out, scale != nullptr, end - begin, t.k, band_rows, tile.rows);
   const int64_t slice_size = packed_size(tile.cols, t.k, uk.nr);
-  float* packed_a = workspace(Slot::kPackedA, packed_size(band, t.k, uk.mr));
-  float* packed_b = workspace(Slot::kPackedB, (shared_b ? slices : 1) * slice_size);
-  auto pack_b_slice = [&](int64_t t0, float* dst) {
-    pack_b(p.dout, false, t0, std::min(t.k, end - t0), tile.col0, tile.cols, uk.nr, dst);
-  };
-  if (shared_b) {
-    for (int64_t t0 = begin, i = 0; t0 < end; t0 += t.k, ++i) {
-      pack_b_slice(t0, packed_b + i * slice_size);
-    }
-  }
-  float* c = in_place ? out.f32_at(out_row, tile.col0)
-                      : workspace(Slot::kAccumulator, band * tile.cols);
-  const int64_t ldc = in_place ? p.n : tile.cols;
+  float* packed_a = workspace(Slot::kPackedA, packed_size(plan.band, t.k, uk.mr));
+  float* packed_b = workspace(Slot::kPackedB, (plan.shared_b ? plan.slices : 1) * slice_size);
   const int depth = s.input_buffer_count - 1;
-  for (int64_t r0 = 0; r0 < tile.rows; r0 += band) {
-    const int64_t rows = std::min(band, tile.rows - r0);
-    for (int64_t t0 = begin, i = 0; t0 < end; t0 += t.k, ++i) {
-      const int64_t kc = std::min(t.k, end - t0);
-      const float* b = packed_b + (shared_b ? i * slice_size : 0);
-      if (!shared_b) pack_b_slice(t0, packed_b);
-      pack_a_transposed(p.lhs, t0, kc, tile.row0 + r0, rows, begin, end, uk.mr, packed_a);
-      macro_kernel(uk, kc, packed_a, rows, b, tile.cols, c, ldc, in_place || t0 > begin, depth);
-    }
-    // The weight gradient is written once and is larger than the caches.
-    if (!in_place) {
-      out.store(out_row + r0, tile.col0, c, tile.cols, rows, tile.cols, scale, /*stream=*/true);
-    }
-  }
-  if (!in_place) hwy::FlushStream();
+  run_staged_bands(
+      plan, out, tile, out_row, scale, begin, end, t.k, p.n,
+      [&](int64_t t0, int64_t i) {
+        pack_b(p.dout, false, t0, std::min(t.k, end - t0), tile.col0, tile.cols, uk.nr,
+               packed_b + i * slice_size);
+      },
+      [&](int64_t t0, int64_t kc, int64_t i, int64_t r0, int64_t rows, float* c, int64_t ldc,
+          bool accumulate) {
+        pack_a_transposed(p.lhs, t0, kc, tile.row0 + r0, rows, begin, end, uk.mr, packed_a);
+        macro_kernel(uk, kc, packed_a, rows, packed_b + i * slice_size, tile.cols, c, ldc,
+                     accumulate, depth);
+      });
 }
 
 }  // namespace
