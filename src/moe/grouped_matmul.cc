@@ -4,14 +4,15 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
 #include "core/float_bits.h"
 #include "core/group_offsets.h"
 #include "kernels/reference.h"  // the oracle (moves with the reference backend)
+#include "kernels/workspace.h"
 #include "raggemm/error.h"
 #include "raggemm/gmm.h"
 #include "raggemm/quant.h"
@@ -166,21 +167,13 @@ void naive_grad_rhs(const GroupedProblem& p, const T* x, const T* dy, T* dw, boo
 // weight_dtype=bf16) took 26 ms of its 95 (trace's cast_bf16, Xeon model 167).
 // They hold at most the largest activation of the model, per calling thread.
 uint16_t* cast_buffer(int slot, int64_t count) {
-  struct Buffer {
-    uint16_t* data = nullptr;
-    int64_t capacity = 0;
-    ~Buffer() { std::free(data); }
-  };
-  thread_local std::array<Buffer, 2> buffers;
-  Buffer& buffer = buffers.at(static_cast<size_t>(slot));
-  if (buffer.capacity < count) {
-    const auto bytes = static_cast<size_t>((count * 2 + 63) / 64 * 64);
-    std::free(buffer.data);
-    buffer.data = static_cast<uint16_t*>(std::aligned_alloc(64, bytes));
-    buffer.capacity = buffer.data ? count : 0;
-    if (!buffer.data) fail("dtype", "bf16", "out of memory for a cast of " + std::to_string(count));
+  thread_local std::array<kernels::ScratchBuffer, 2> buffers;
+  try {
+    const int64_t floats = (count + 1) / 2;  // two bf16 a float
+    return reinterpret_cast<uint16_t*>(buffers.at(static_cast<size_t>(slot)).at_least(floats));
+  } catch (const std::bad_alloc&) {
+    fail("dtype", "bf16", "out of memory for a cast of " + std::to_string(count));
   }
-  return buffer.data;
 }
 
 // bits[0:count] = bf16 of data[0:count]. core::bf16_bits_of inline, so the
@@ -218,7 +211,8 @@ const uint16_t* CastMemo::cast(const float* src, int64_t count) {
   Entry* free = nullptr;
   for (Entry& e : entries_) {
     if (e.src == src && e.count == count) return e.bits.data();
-    // The free entry that needs the least growth.
+    // A free entry already big enough if one comes first, else the
+    // largest so far: the buffers grow as little as they can.
     if (!e.src && (!free || (free->bits.size() < static_cast<size_t>(count) &&
                              e.bits.size() > free->bits.size()))) {
       free = &e;

@@ -57,8 +57,9 @@ struct MatmulContext {
   Profiler* profiler = nullptr;
   OpKind kind = OpKind::kExpertGmm;
   std::vector<GmmCall>* calls = nullptr;  // appended to by every call (the layer's call log)
-  // Set (the MoE layer's experts): bf16 casts go through it, else into
-  // this thread's cast buffers, once per call.
+  // Set (the MoE layer's experts, an attention layer's projections): bf16
+  // casts of activations go through it, else into this thread's cast
+  // buffers, once per call.
   std::shared_ptr<CastMemo> casts;
 };
 
