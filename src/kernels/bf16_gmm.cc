@@ -114,6 +114,7 @@ constexpr int64_t kChunkCols = 128;
 // columns in one chunk and packs A per m-tile and K-block.
 struct Bf16GmmPolicy {
   using Acc = float;
+  static constexpr bool kKOuter = false;
   const GmmProblem& p;
   const Bf16Microkernel& uk;
   OutputView out;

@@ -165,6 +165,7 @@ void pack_a_int16(const int8_t* a, int64_t k, int64_t r0, int64_t rows, int mr, 
 // (acc - 128 * colsum) * row_scale * col_scale.
 struct Int8Policy {
   using Acc = int32_t;
+  static constexpr bool kKOuter = false;
   const Int8GmmProblem& p;
   const Int8Microkernel& uk;
   int mr, nr;
