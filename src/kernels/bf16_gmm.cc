@@ -139,7 +139,7 @@ struct Bf16GmmPolicy {
         tn(whole_panels(s.tiles.n, kernel.nr)) {}
 
   int64_t chunk_cols(const GroupItem& item) const {
-    return item.row_end - item.row_begin <= tm ? kChunkCols : item.col_end - item.col_begin;
+    return item.rows() <= tm ? kChunkCols : item.cols();
   }
   bool pack_a_whole_k(int64_t chunks) const { return chunks > 1; }
   bool accumulates_in_place() const { return out.direct(); }
@@ -171,7 +171,7 @@ struct Bf16GmmPolicy {
 
   void finish(const GroupItem& item, int64_t c0, int64_t cols, const float* acc,
               int64_t ldc) const {
-    const int64_t rows = item.row_end - item.row_begin;
+    const int64_t rows = item.rows();
     if (k == 0) {  // empty contraction: the product is zero
       out.zero(item.row_begin, c0, rows, cols);
     } else if (acc) {

@@ -72,19 +72,18 @@ struct F32GmmPolicy {
         depth(s.input_buffer_count - 1) {}
 
   bool swiglu() const { return p.epilogue.swiglu; }
-  int64_t width(const GroupItem& item) const { return item.col_end - item.col_begin; }
-  bool one_tile(const GroupItem& item) const { return item.row_end - item.row_begin <= tm; }
+  bool one_tile(const GroupItem& item) const { return item.rows() <= tm; }
   bool chunked(const GroupItem& item) const {
-    return !swiglu() && width(item) > small_chunk && (one_tile(item) || p.transpose_rhs);
+    return !swiglu() && item.cols() > small_chunk && (one_tile(item) || p.transpose_rhs);
   }
   int64_t chunk_cols(const GroupItem& item) const {
-    return chunked(item) ? small_chunk : width(item);
+    return chunked(item) ? small_chunk : item.cols();
   }
 
   // A bf16 output, an accumulated one and the epilogue's inputs accumulate in
   // the f32 item block; so does a one-tile item whose rows alias in L1.
   int64_t acc_ld(const GroupItem& item) const {
-    const int64_t w = width(item);
+    const int64_t w = item.cols();
     if (chunked(item) && one_tile(item)) {
       const bool staged = p.epilogue.active() || !out.direct() || rows_alias(p.out_cols());
       return staged ? staging_ld(w) : 0;
@@ -140,14 +139,14 @@ struct F32GmmPolicy {
     macro_kernel(uk, depth_k, packed_a, rows, packed_b, cols, c, ldc, accumulate, depth, next,
                  /*stream_stores=*/false, unpacked);
     if (swiglu()) {  // the up half, beside the gate half in the item block
-      const int64_t w = width(item);
+      const int64_t w = item.cols();
       macro_kernel(uk, depth_k, packed_a, rows, packed_b + packed_size(w, 1, uk.nr) * depth_k, w,
                    c + w, ldc, accumulate, depth);
     }
   }
 
   void finish(const GroupItem& item, int64_t c0, int64_t cols, float* acc, int64_t ldc) const {
-    const int64_t rows = item.row_end - item.row_begin;
+    const int64_t rows = item.rows();
     if (k == 0) {  // empty contraction: the product is zero
       if (acc) {
         for (int64_t r = 0; r < rows; ++r) std::fill_n(acc + r * ldc, ldc, 0.0f);

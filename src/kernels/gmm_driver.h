@@ -109,8 +109,8 @@ template <class Policy>
 void run_chunks_outer_item(const Policy& policy, const GroupItem& item) {
   using Acc = typename Policy::Acc;
   const int64_t k = policy.k, kc_max = policy.kc, tm = policy.tm;
-  const int64_t item_rows = item.row_end - item.row_begin;
-  const int64_t width = item.col_end - item.col_begin;
+  const int64_t item_rows = item.rows();
+  const int64_t width = item.cols();
   const int64_t chunk = std::min(policy.chunk_cols(item), width);
   const int64_t chunks = (width + chunk - 1) / chunk;
   auto steps = [&](int64_t depth) { return (depth + policy.k_group - 1) / policy.k_group; };
@@ -160,8 +160,8 @@ template <class Policy>
 void run_k_outer_item(const Policy& policy, const GroupItem& item) {
   using Acc = typename Policy::Acc;
   const int64_t k = policy.k, kc_max = policy.kc, tm = policy.tm;
-  const int64_t item_rows = item.row_end - item.row_begin;
-  const int64_t width = item.col_end - item.col_begin;
+  const int64_t item_rows = item.rows();
+  const int64_t width = item.cols();
   const int64_t chunk = std::min(policy.chunk_cols(item), width);
   const bool chunked = chunk < width;
   const bool b_reused = item_rows > tm;  // the later m-tiles read the whole packed block

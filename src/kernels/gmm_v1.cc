@@ -24,11 +24,11 @@ namespace {
 struct V1Policy : F32GmmPolicy {
   using F32GmmPolicy::F32GmmPolicy;
 
-  int64_t chunk_cols(const GroupItem& item) const { return width(item); }
-  int64_t acc_ld(const GroupItem& item) const { return width(item); }
+  int64_t chunk_cols(const GroupItem& item) const { return item.cols(); }
+  int64_t acc_ld(const GroupItem& item) const { return item.cols(); }
 
   void finish(const GroupItem& item, int64_t c0, int64_t cols, float* acc, int64_t ldc) const {
-    const int64_t rows = item.row_end - item.row_begin;
+    const int64_t rows = item.rows();
     if (k == 0) std::fill(acc, acc + rows * ldc, 0.0f);  // empty contraction: zero
     // Row mask: the tile's rows that the item's group owns.
     const int64_t begin = std::max(item.row_begin, p.starts[p.group_offset + item.group]);
@@ -50,7 +50,7 @@ void gmm_v1(const GmmProblem& p, const Schedule& s) {
     for (int64_t c0 = 0; c0 < n; c0 += t.n) {
       const GroupItem item{visit.group, r0, std::min(r0 + t.m, p.m), c0, std::min(c0 + t.n, n)};
       work.items.push_back(item);
-      work.costs.push_back((item.row_end - item.row_begin) * (item.col_end - item.col_begin));
+      work.costs.push_back(item.rows() * item.cols());
     }
   }
   // Rows no visit stores: those past (or before) the local groups.

@@ -16,8 +16,7 @@ GroupItems group_items(const int64_t* starts, int64_t group_offset, int64_t loca
       for (int64_t c = 0; c < cols; c += step) {
         const GroupItem item{g, r, std::min(end, r + rows_per_item), c, std::min(cols, c + step)};
         out.items.push_back(item);
-        out.costs.push_back((item.row_end - item.row_begin + row_overhead) *
-                            (item.col_end - item.col_begin));
+        out.costs.push_back((item.rows() + row_overhead) * item.cols());
       }
     }
   }

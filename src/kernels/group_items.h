@@ -21,6 +21,8 @@ struct GroupItem {
   int64_t group;  // local group index
   int64_t row_begin, row_end;
   int64_t col_begin, col_end;  // output columns
+  int64_t rows() const { return row_end - row_begin; }
+  int64_t cols() const { return col_end - col_begin; }
 };
 
 struct GroupItems {

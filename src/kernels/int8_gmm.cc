@@ -223,7 +223,7 @@ struct Int8Policy {
   // Output stage: exact integer sums, then both scales (then, for a bf16
   // output, one rounding of that f32 value).
   void finish(const GroupItem& item, int64_t c0, int64_t width, int32_t* acc, int64_t ldc) const {
-    const int64_t rows = item.row_end - item.row_begin;
+    const int64_t rows = item.rows();
     if (k == 0) std::fill(acc, acc + rows * ldc, 0);
     const int32_t* sums = column_sums();
     const float* col_scale = p.col_scale + item.group * p.col_scale_group_stride;
