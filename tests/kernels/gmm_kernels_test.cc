@@ -1,10 +1,12 @@
 // Both kernel generations against the f64 reference, for all three passes,
 // through the public ops: shapes, tile classes, group patterns, dtypes,
-// thread counts, Highway targets and the v2 output stage.
+// thread counts, Highway targets and the v2 output stage; and tgmm's
+// summation order of each generation, bit for bit.
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -300,6 +302,111 @@ TEST(KernelEpilogue, ScalesAndBiasThroughPaddedStaging) {
   const Tensor ref = testing::reference_gmm(lhs, rhs, sizes, o);
   EXPECT_LE(max_scaled_error(out, ref, 4 * k), 1.0);
   EXPECT_TRUE(rows_past_sum_are_zero(out, sizes));
+}
+
+// Whether the dispatched microkernel's multiply-add is fused: targets with
+// FMA compute fma(a, b, acc), the others (SSE4, the scalar fallback) round
+// a * b first. Probed on a two-step product whose second step tells them
+// apart: -1 * 1 + (1 + 2^-12)^2 is 2^-11 + 2^-24 fused, 2^-11 not.
+bool microkernel_fuses_multiply_add() {
+  const kernels::Microkernel uk = kernels::select_microkernel();
+  alignas(64) float a[2 * 64] = {}, b[2 * 64] = {};
+  const float x = 1.0f + 0x1p-12f;
+  a[0] = -1.0f, a[uk.mr] = x;
+  b[0] = 1.0f, b[uk.nr] = x;
+  float c = 0.0f;
+  uk.run(2, a, b, &c, 1, 1, 1, kernels::Store::kOverwrite, nullptr, nullptr);
+  return c == std::fma(x, x, -1.0f);
+}
+
+// tgmm's summation order, rebuilt from the microkernel's contract
+// (kernels/microkernel.h: acc = 0, acc += a * b over a call's k in order,
+// then C = acc or C + acc): each group's tokens go in slices of `tile_k`, a
+// slice's partial from zero, the first slice written and each later one
+// added. v1's slices are the global token tiles [t * tile_k,
+// (t + 1) * tile_k) that touch the group (the other groups' tokens are
+// masked to zero, and adding 0 * b leaves acc as it is, so leaving them out
+// is the same); v2's start at the group's first row.
+std::vector<float> tgmm_in_slices(const Tensor& lhs, const Tensor& dout,
+                                  const std::vector<int64_t>& sizes, int64_t tile_k,
+                                  bool global_token_tiles, bool fused) {
+  const int64_t k = lhs.dim(1), n = dout.dim(1);
+  auto value = [](const Tensor& t, int64_t i) {
+    return t.dtype() == DType::kF32 ? t.as<float>()[i] : bf16_to_f32(t.as<uint16_t>()[i]);
+  };
+  auto multiply_add = [fused](float a, float b, float acc) {
+    if (fused) return std::fma(a, b, acc);
+    const volatile float product = a * b;  // rounded, never contracted into an fma
+    return product + acc;
+  };
+  std::vector<float> out(sizes.size() * k * n);
+  int64_t begin = 0;
+  for (size_t g = 0; g < sizes.size(); ++g) {
+    const int64_t end = begin + sizes[g];
+    float* c = out.data() + g * k * n;
+    const int64_t first = global_token_tiles ? begin / tile_k * tile_k : begin;
+    for (int64_t t0 = first; t0 < end; t0 += tile_k) {
+      const int64_t lo = std::max(t0, begin), hi = std::min(t0 + tile_k, end);
+      for (int64_t i = 0; i < k; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          float acc = 0.0f;
+          for (int64_t p = lo; p < hi; ++p) {
+            acc = multiply_add(value(lhs, p * k + i), value(dout, p * n + j), acc);
+          }
+          c[i * n + j] = t0 == first ? acc : c[i * n + j] + acc;
+        }
+      }
+    }
+    begin = end;
+  }
+  return out;
+}
+
+// v1's bits are those of its token tiles over the global rows, and v2's
+// those of its slices from each group's first row, on every target. Groups
+// start inside token tiles here (rows 13, 53, 82 of tiles of 16), where
+// the two orders round differently: the test checks that they do, so that
+// v1 summing in v2's slices (or v2 in v1's) fails it. v1 widens bf16 and
+// runs the f32 microkernel, so its bf16 bits follow the same order.
+TEST(KernelSummationOrder, TgmmV1SumsGlobalTokenTilesAndV2SlicesFromTheGroupStart) {
+  const std::vector<int64_t> sizes = {13, 0, 40, 29, 9};  // 91 of 100 rows
+  const Tensor gs = sizes_tensor(sizes);
+  const int64_t m = 100, k = 24, n = 40, tile_k = 16;
+  const int64_t targets = kernels::microkernel_targets();
+  for (int64_t bit = 1; bit != 0 && bit <= targets; bit <<= 1) {
+    if (!(targets & bit)) continue;
+    hwy::SetSupportedTargetsForTest(bit);
+    SCOPED_TRACE(kernels::select_microkernel().target);
+    const bool fused = microkernel_fuses_multiply_add();
+    for (DType dtype : {DType::kF32, DType::kBF16}) {
+      const Tensor lhs = random_tensor({m, k}, dtype, 41);
+      const Tensor dout = random_tensor({m, n}, dtype, 42);
+      const std::vector<float> v1_order = tgmm_in_slices(lhs, dout, sizes, tile_k, true, fused);
+      const std::vector<float> v2_order = tgmm_in_slices(lhs, dout, sizes, tile_k, false, fused);
+      if (dtype == DType::kF32) {
+        ASSERT_NE(0, std::memcmp(v1_order.data(), v2_order.data(),
+                                 sizeof(float) * v1_order.size()))
+            << "the case does not tell the two orders apart";
+      }
+      for (KernelVersion kernel : {KernelVersion::kV1, KernelVersion::kV2}) {
+        // v2 runs bf16 x bf16 on the bf16 dot kernels where the CPU has them.
+        if (kernel == KernelVersion::kV2 && dtype == DType::kBF16) continue;
+        const std::vector<float>& expected = kernel == KernelVersion::kV1 ? v1_order : v2_order;
+        for (Tiles tiles : {Tiles{16, tile_k, 16}, Tiles{10, tile_k, 12}}) {
+          TgmmOptions o;
+          o.kernel = kernel;
+          o.tiles = tiles;
+          o.threads = 2;
+          const Tensor out = tgmm(lhs, dout, gs, o);
+          ASSERT_EQ(out.nbytes(), sizeof(float) * expected.size());
+          EXPECT_EQ(0, std::memcmp(out.data(), expected.data(), out.nbytes()))
+              << kernel_name(kernel) << " " << dtype_name(dtype) << " tiles " << tiles.m << ","
+              << tiles.n;
+        }
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
 }
 
 // Expert parallelism: rhs holds a slice of the experts.
