@@ -1,24 +1,19 @@
 // The bf16 dot-product paths (bf16_gmm.h). gmm: a configuration of the gmm
 // driver (kernels/gmm_driver.h), work items (group, up to kRowTilesPerItem
 // m-tiles of its rows, n-tile) as in gmm v2, each packing a K-block of its
-// B tile once and reusing it for its m-tiles. tgmm:
-// one item per output tile (group, K-tile, N-tile), walking the group's
-// tokens in slices of tiles.k from its first row, as in tgmm v2. Slices of
-// the contraction are rounded up to the kernel's packed step (a pair, or
-// the AMX kernel's 32-k block) so no step straddles two slices.
+// B tile once and reusing it for its m-tiles. tgmm: a configuration of the
+// tgmm driver (kernels/tgmm_driver.h), one item per output tile (group,
+// K-tile, N-tile) walking the group's tokens from its first row, as tgmm
+// v2. Slices of the contraction (twice tiles.k, below) are rounded up to
+// the kernel's packed step (a pair, or the AMX kernel's 32-k block) so no
+// step straddles two slices.
 #include "kernels/bf16_gmm.h"
 
-#include <hwy/cache_control.h>
-
 #include <algorithm>
-#include <cstring>
-#include <utility>
 
 #include "kernels/bf16_pack.h"
 #include "kernels/gmm_driver.h"
-#include "kernels/machine_model.h"
-#include "kernels/tgmm_common.h"
-#include "kernels/workspace.h"
+#include "kernels/tgmm_driver.h"
 
 namespace raggemm::kernels {
 namespace {
@@ -26,9 +21,6 @@ namespace {
 const uint16_t* bits(const Operand& op) { return static_cast<const uint16_t*>(op.data); }
 
 bool plain_bf16(const Operand& op) { return op.dtype == DType::kBF16 && !op.scale.data; }
-
-// A per-thread buffer of `count` bf16 values.
-uint16_t* bf16_workspace(Slot slot, int64_t count) { return workspace_as<uint16_t>(slot, count); }
 
 // Bytes a row of A or a column of B takes per pair of k.
 constexpr int64_t kPairBytes = 2 * sizeof(uint16_t);
@@ -180,37 +172,44 @@ struct Bf16GmmPolicy {
   }
 };
 
-// A tile of a bf16 output, or one accumulated into (as tgmm v2's): the bf16
-// kernel's configuration of run_staged_bands (tgmm_common.h).
-void run_staged_tgmm_tile(const TgmmProblem& p, int64_t kc_max, int64_t band_rows,
-                          const Bf16Microkernel& uk, const TgmmTile& tile, int64_t begin,
-                          int64_t end, const OutputView& out, int64_t out_row) {
-  const float* scale = p.out_group_scale ? p.out_group_scale + tile.group : nullptr;
-  if (end == begin) {
-    out.zero(out_row, tile.col0, tile.rows, tile.cols);  // nothing when accumulating
-    return;
+// The bf16 configuration of the tgmm driver (kernels/tgmm_driver.h), v2's
+// slices from each group's first row: pairs (or the AMX kernel's 32-k
+// blocks) of tokens, the bf16 dot microkernel from the registry.
+struct Bf16TgmmPolicy {
+  using Packed = uint16_t;
+  const TgmmProblem& p;
+  const Bf16Microkernel& uk;
+  int mr;
+  int64_t kc_max;
+
+  Bf16TgmmPolicy(const TgmmProblem& problem, const Schedule& s, const Bf16Microkernel& kernel)
+      : p(problem), uk(kernel), mr(kernel.mr), kc_max(slice_depth(kernel, s.tiles.k)) {}
+
+  int64_t packed_a_size(int64_t rows) const { return bf16_packed_size(rows, kc_max, uk.mr); }
+  int64_t packed_b_size(int64_t cols) const { return bf16_packed_size(cols, kc_max, uk.nr); }
+
+  // A slice starts at or past the group's first token
+  // (TgmmSlicing::kFromGroupStart), so only its end masks; a slice that
+  // ends inside a step reads zeros past it.
+  void pack_a(int64_t t0, int64_t kc, int64_t /*begin*/, int64_t end, int64_t row0, int64_t rows,
+              uint16_t* dst) const {
+    pack_a_down_columns(uk, bits(p.lhs), p.lhs.ld, t0, kc, end, row0, rows, dst);
   }
-  const StagedPlan plan =
-      plan_staged_tile(out, scale != nullptr, end - begin, kc_max, band_rows, tile.rows);
-  const int64_t slice_size = bf16_packed_size(tile.cols, kc_max, uk.nr);
-  uint16_t* packed_a = bf16_workspace(Slot::kPackedA, bf16_packed_size(plan.band, kc_max, uk.mr));
-  uint16_t* packed_b =
-      bf16_workspace(Slot::kPackedB, (plan.shared_b ? plan.slices : 1) * slice_size);
-  run_staged_bands(
-      plan, out, tile, out_row, scale, begin, end, kc_max, p.n,
-      [&](int64_t t0, int64_t i) {
-        pack_pairs_down_columns(bits(p.dout), p.dout.ld, t0,
-                                packed_depth(uk, std::min(kc_max, end - t0)), end, tile.col0,
-                                tile.cols, uk.nr, packed_b + i * slice_size);
-      },
-      [&](int64_t t0, int64_t kc, int64_t i, int64_t r0, int64_t rows, float* c, int64_t ldc,
-          bool accumulate) {
-        pack_a_down_columns(uk, bits(p.lhs), p.lhs.ld, t0, kc, end, tile.row0 + r0, rows,
-                            packed_a);
-        macro_kernel_bf16(uk, kc, packed_a, rows, packed_b + i * slice_size, tile.cols, c, ldc,
-                          accumulate ? Store::kAccumulate : Store::kOverwrite);
-      });
-}
+  void pack_b(int64_t t0, int64_t kc, int64_t end, int64_t col0, int64_t cols,
+              uint16_t* dst) const {
+    pack_pairs_down_columns(bits(p.dout), p.dout.ld, t0, packed_depth(uk, kc), end, col0, cols,
+                            uk.nr, dst);
+  }
+
+  void multiply(int64_t kc, const uint16_t* a, int64_t rows, const uint16_t* b, int64_t cols,
+                float* c, int64_t ldc, Store store) const {
+    macro_kernel_bf16(uk, kc, a, rows, b, cols, c, ldc, store);
+  }
+
+  void zero_tile(float* c, int64_t rows, int64_t cols, int64_t ldc, bool /*read_back*/) const {
+    kernels::zero_tile(c, rows, cols, ldc);
+  }
+};
 
 }  // namespace
 
@@ -230,58 +229,7 @@ void bf16_gmm(const GmmProblem& p, const Schedule& s, const Bf16Microkernel& uk)
 }
 
 void bf16_tgmm(const TgmmProblem& p, const Schedule& s, const Bf16Microkernel& uk) {
-  const TgmmTiling tiling = tgmm_tiling(p, s.tiles);
-  const int64_t kc_max = slice_depth(uk, s.tiles.k);
-  const int64_t band_rows =
-      staging_band_rows(this_machine_model(s.threads).caches.l2, s.tiles.n, uk.mr);
-  std::vector<int64_t> costs(static_cast<size_t>(tiling.items()));
-  for (int64_t item = 0; item < tiling.items(); ++item) {
-    const int64_t g = item / tiling.tiles_per_group();
-    costs[item] = p.starts[p.group_offset + g + 1] - p.starts[p.group_offset + g];
-  }
-  const OutputView out = p.output();
-  parallel_items_two_ended(costs, s.threads, [&](int64_t item) {
-    const TgmmTile tile = tiling.tile(item);
-    const int64_t begin = p.starts[p.group_offset + tile.group];
-    const int64_t end = p.starts[p.group_offset + tile.group + 1];
-    const int64_t out_row = tile.group * p.k + tile.row0;
-    if (!out.direct()) {
-      run_staged_tgmm_tile(p, kc_max, band_rows, uk, tile, begin, end, out, out_row);
-      return;
-    }
-    float* c = out.f32_at(out_row, tile.col0);
-    if (end == begin) {
-      zero_tile(c, tile.rows, tile.cols, p.n);
-    } else {
-      uint16_t* packed_a =
-          bf16_workspace(Slot::kPackedA, bf16_packed_size(tile.rows, kc_max, uk.mr));
-      uint16_t* packed_b =
-          bf16_workspace(Slot::kPackedB, bf16_packed_size(tile.cols, kc_max, uk.nr));
-      // A group whose tokens fit one slice writes its tile once, final:
-      // streaming stores skip reading the output lines first (as tgmm v2).
-      const bool stream = end - begin <= kc_max && !p.out_group_scale;
-      // Streamed: the columns before the rows' first line boundary apart.
-      const int64_t head = stream ? misaligned_head_cols(c, p.n, tile.cols) : 0;
-      for (int64_t t0 = begin; t0 < end; t0 += kc_max) {
-        const int64_t kc = std::min(kc_max, end - t0);
-        // lhs^T: packed row i is lhs column row0 + i, contracted over tokens.
-        pack_a_down_columns(uk, bits(p.lhs), p.lhs.ld, t0, kc, end, tile.row0, tile.rows,
-                            packed_a);
-        for (const auto& [c0, width] : {std::pair{int64_t{0}, head},
-                                        std::pair{head, tile.cols - head}}) {
-          if (width == 0) continue;
-          pack_pairs_down_columns(bits(p.dout), p.dout.ld, t0, packed_depth(uk, kc), end,
-                                  tile.col0 + c0, width, uk.nr, packed_b);
-          macro_kernel_bf16(uk, kc, packed_a, tile.rows, packed_b, width, c + c0, p.n,
-                            t0 > begin ? Store::kAccumulate
-                            : stream   ? Store::kStream
-                                       : Store::kOverwrite);
-        }
-      }
-      if (stream) hwy::FlushStream();
-    }
-    scale_tile(p, tile, c);
-  });
+  run_tgmm(p, s, Bf16TgmmPolicy(p, s, uk), TgmmSlicing::kFromGroupStart);
 }
 
 }  // namespace raggemm::kernels

@@ -13,7 +13,7 @@
 #include "kernels/macro_kernel.h"
 #include "kernels/pack.h"
 #include "kernels/parallel.h"
-#include "kernels/tgmm_common.h"
+#include "kernels/tgmm_driver.h"
 #include "kernels/v1_metadata.h"
 #include "kernels/workspace.h"
 

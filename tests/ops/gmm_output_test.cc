@@ -52,7 +52,7 @@ std::vector<Case> cases() {
       {"group_range", 60, 19, 22, {12, 9, 0, 20, 7}, {8, 8, 8}, 1, 3},
       {"all_empty", 12, 6, 10, {0, 0, 0}, {4, 4, 4}},
       // A staged tgmm tile (bf16 out, or accumulated) of more rows than one
-      // band (kernels/tgmm_common.h: a quarter of L2 over 8 KiB rows is at
+      // band (kernels/tgmm_driver.h: a quarter of L2 over 8 KiB rows is at
       // most 128 rows for an L2 up to 4 MiB), its slices' B shared by the bands.
       {"staged_bands", 96, 130, 2048, {60, 0, 3, 33}, {256, 8, 2048}},
       // More token slices than the bands share (f32 tiles.k 2: 150 slices;
@@ -287,7 +287,7 @@ TEST(GmmOutput, Bf16DoesNotDependOnThreadCount) {
 
 // A caller's output that starts mid-line (numpy's np.empty is 16 bytes past
 // one): tgmm's streamed tiles take the columns before the rows' first line
-// boundary apart (kernels/tgmm_common.h), and the result is the aligned
+// boundary apart (kernels/tgmm_driver.h), and the result is the aligned
 // output's, bit for bit, at every offset within a line; with rows of whole
 // lines (N = 48: the split applies) and not (N = 46), groups of one token
 // slice (streamed) and of two, and an empty one.
