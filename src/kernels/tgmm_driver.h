@@ -1,15 +1,14 @@
-// The one loop of v2 tgmm, out[g] = lhs[rows g]^T @ dout[rows g] (DESIGN.md
-// s.1, s.3), for both microkernels that run it (f32, and bf16 dot
-// products): the work items and their order, a staged tile's bands, the
-// empty group, a direct tile's token slices with their streaming stores
-// and misaligned head, and the group scale are written here once. A header
-// of its own, as the gmm side's gmm_driver.h, rather than a grown
-// tgmm_common.h: that one held what the loops shared; with this loop
-// everything in it is the loop's, so it is here and tgmm_common.h is gone
-// (v1's loop takes its tiling from here).
+// The one loop of tgmm, out[g] = lhs[rows g]^T @ dout[rows g] (DESIGN.md
+// s.1), for both generations (s.3) and both microkernels that run it (f32,
+// and bf16 dot products): the work items and their order, a staged tile's
+// bands, the empty group, a direct tile's token slices with their streaming
+// stores and misaligned head, and the group scale are written here once.
+// A header of its own, as the gmm side's gmm_driver.h, rather than a grown
+// tgmm_common.h: that one held what three loops shared; with one loop left
+// everything in it is this loop's, so it is here and tgmm_common.h is gone.
 //
-// What differs between compute types is a policy (F32TgmmPolicy below;
-// Bf16TgmmPolicy in kernels/bf16_gmm.cc):
+// What differs between compute types is a policy (F32TgmmPolicy below, which
+// v1 and v2 both run; Bf16TgmmPolicy in kernels/bf16_gmm.cc):
 //   - Packed, the element type of its packed panels in the workspace, and
 //     packed_a_size(rows) / packed_b_size(cols), the elements a block of
 //     panels kc_max tokens deep takes;
@@ -24,7 +23,7 @@
 //   - zero_tile(c, rows, cols, ldc, read_back): an empty group's tile of a
 //     direct f32 output (read_back: the group scale reads it next).
 // Where a group's token slices lie is the other setting (TgmmSlicing): v2's
-// from the group's first row.
+// from the group's first row, v1's the global token tiles.
 #pragma once
 
 #include <hwy/cache_control.h>
@@ -71,10 +70,13 @@ inline TgmmTiling tgmm_tiling(const TgmmProblem& p, const Tiles& t) {
 
 // Where a group's token slices lie. Each slice's partial starts from zero
 // in the microkernel and the slices add up in order, so the slices are the
-// summation order (tests/kernels/gmm_kernels_test.cc pins it):
+// summation order (tests/kernels/gmm_kernels_test.cc pins both):
 //   - kFromGroupStart (v2, group-aligned): every kc_max tokens from the
-//     group's first row, none past its last.
-enum class TgmmSlicing { kFromGroupStart };
+//     group's first row, none past its last;
+//   - kGlobalTokenTiles (v1, megablox): the tiles of kc_max tokens over the
+//     global rows [0, M) that the group's rows overlap, each packed whole,
+//     the other groups' tokens masked to zero.
+enum class TgmmSlicing { kFromGroupStart, kGlobalTokenTiles };
 
 struct TgmmSlices {
   int64_t first = 0;  // slice i starts at first + i * step
@@ -85,12 +87,13 @@ struct TgmmSlices {
   int64_t kc(int64_t i) const { return std::min(step, limit - t0(i)); }
 };
 
-inline TgmmSlices tgmm_slices(TgmmSlicing /*slicing*/, int64_t begin, int64_t end,
-                              int64_t step, int64_t /*m*/) {
+inline TgmmSlices tgmm_slices(TgmmSlicing slicing, int64_t begin, int64_t end, int64_t step,
+                              int64_t m) {
+  const bool global = slicing == TgmmSlicing::kGlobalTokenTiles;
   TgmmSlices s;
-  s.first = begin;
+  s.first = global ? begin / step * step : begin;
   s.step = step;
-  s.limit = end;
+  s.limit = global ? m : end;
   s.count = end > begin ? (end - s.first + step - 1) / step : 0;
   return s;
 }
@@ -260,7 +263,10 @@ void run_tgmm(const TgmmProblem& p, const Schedule& s, const Policy& policy,
     }
     float* c = out.f32_at(out_row, tile.col0);
     if (end == begin) {
-      const bool scaled_zeros = scale != nullptr;
+      // v2 scales an empty group's zeros (0 * scale: -0 where it is
+      // negative); v1 never did (an empty group had no token tile to
+      // scale), and each keeps its bits.
+      const bool scaled_zeros = scale && slicing == TgmmSlicing::kFromGroupStart;
       policy.zero_tile(c, tile.rows, tile.cols, p.n, scaled_zeros);
       if (scaled_zeros) scale_tile(p, tile, c);
       return;
@@ -270,8 +276,8 @@ void run_tgmm(const TgmmProblem& p, const Schedule& s, const Policy& policy,
   });
 }
 
-// The f32 microkernel's policy: every input dtype is widened or decoded to
-// f32 while packing.
+// The f32 microkernel's policy, v1's and v2's (so in this header): every
+// input dtype is widened or decoded to f32 while packing.
 struct F32TgmmPolicy {
   using Packed = float;
   const TgmmProblem& p;
@@ -294,6 +300,9 @@ struct F32TgmmPolicy {
               float* dst) const {
     pack_a_transposed(p.lhs, t0, kc, row0, rows, begin, end, uk.mr, dst);
   }
+  // B over the whole slice, unmasked: A's zeros mask the other groups'
+  // tokens of a v1 token tile (an inf or NaN of theirs still makes NaN, as
+  // in v1 before the driver; v2's slices hold only the group's tokens).
   void pack_b(int64_t t0, int64_t kc, int64_t /*end*/, int64_t col0, int64_t cols,
               float* dst) const {
     kernels::pack_b(p.dout, false, t0, kc, col0, cols, uk.nr, dst);

@@ -1,6 +1,7 @@
-// Group metadata of the v1 (megablox-style) kernels, built per call from the
-// group sizes: which (tile, group) pairs to visit, tiles laid over the global
-// row (or token) space in steps of `tile`.
+// Group metadata of v1 (megablox-style) gmm, built per call from the group
+// sizes: which (tile, group) pairs to visit, tiles laid over the global row
+// space in steps of `tile`. (v1 tgmm walks the same tiles over the tokens
+// per group without a table: TgmmSlicing in kernels/tgmm_driver.h.)
 #pragma once
 
 #include <cstdint>
