@@ -202,8 +202,8 @@ void run_staged_tile(const Policy& policy, const StagedPlan& plan, const TgmmSli
 // A tile of a direct (f32, overwritten) output of a non-empty group: the
 // slices accumulate in the output itself.
 template <class Policy>
-void run_direct_tile(const Policy& policy, const TgmmSlices& slices, const TgmmTile& tile,
-                     float* c, bool scaled, int64_t begin, int64_t end, int64_t n) {
+void run_direct_tile(const Policy& policy, const TgmmSlices& slices, const TgmmTile& tile, float* c,
+                     bool scaled, int64_t begin, int64_t end, int64_t n) {
   using Packed = typename Policy::Packed;
   Packed* packed_a = workspace_as<Packed>(Slot::kPackedA, policy.packed_a_size(tile.rows));
   Packed* packed_b = workspace_as<Packed>(Slot::kPackedB, policy.packed_b_size(tile.cols));
@@ -233,8 +233,7 @@ void run_direct_tile(const Policy& policy, const TgmmSlices& slices, const TgmmT
 // group's tokens in `slicing`'s slices, in order, so the reduction over
 // tokens is fixed and independent of the thread count.
 template <class Policy>
-void run_tgmm(const TgmmProblem& p, const Schedule& s, const Policy& policy,
-              TgmmSlicing slicing) {
+void run_tgmm(const TgmmProblem& p, const Schedule& s, const Policy& policy, TgmmSlicing slicing) {
   const TgmmTiling tiling = tgmm_tiling(p, s.tiles);
   std::vector<int64_t> costs(static_cast<size_t>(tiling.items()));
   for (int64_t item = 0; item < tiling.items(); ++item) {
@@ -310,8 +309,8 @@ struct F32TgmmPolicy {
 
   void multiply(int64_t kc, const float* a, int64_t rows, const float* b, int64_t cols, float* c,
                 int64_t ldc, Store store) const {
-    macro_kernel(uk, kc, a, rows, b, cols, c, ldc, store == Store::kAccumulate, prefetch_depth,
-                 {}, store == Store::kStream);
+    macro_kernel(uk, kc, a, rows, b, cols, c, ldc, store == Store::kAccumulate, prefetch_depth, {},
+                 store == Store::kStream);
   }
 
   // An empty contraction through the microkernel (kc = 0 stores zeros),

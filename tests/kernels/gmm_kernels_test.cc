@@ -384,8 +384,7 @@ TEST(KernelSummationOrder, TgmmV1SumsGlobalTokenTilesAndV2SlicesFromTheGroupStar
       const std::vector<float> v1_order = tgmm_in_slices(lhs, dout, sizes, tile_k, true, fused);
       const std::vector<float> v2_order = tgmm_in_slices(lhs, dout, sizes, tile_k, false, fused);
       if (dtype == DType::kF32) {
-        ASSERT_NE(0, std::memcmp(v1_order.data(), v2_order.data(),
-                                 sizeof(float) * v1_order.size()))
+        ASSERT_NE(0, std::memcmp(v1_order.data(), v2_order.data(), sizeof(float) * v1_order.size()))
             << "the case does not tell the two orders apart";
       }
       for (KernelVersion kernel : {KernelVersion::kV1, KernelVersion::kV2}) {
