@@ -305,9 +305,10 @@ TEST(KernelEpilogue, ScalesAndBiasThroughPaddedStaging) {
 }
 
 // Whether the dispatched microkernel's multiply-add is fused: targets with
-// FMA compute fma(a, b, acc), the others (SSE4, the scalar fallback) round
-// a * b first. Probed on a two-step product whose second step tells them
-// apart: -1 * 1 + (1 + 2^-12)^2 is 2^-11 + 2^-24 fused, 2^-11 not.
+// FMA compute fma(a, b, acc), the others (SSSE3, SSE4, the portable
+// fallback) round a * b first. Probed on a two-step product whose second
+// step tells them apart: -1 * 1 + (1 + 2^-12)^2 is 2^-11 + 2^-24 fused,
+// 2^-11 not.
 bool microkernel_fuses_multiply_add() {
   const kernels::Microkernel uk = kernels::select_microkernel();
   alignas(64) float a[2 * 64] = {}, b[2 * 64] = {};
