@@ -129,7 +129,7 @@ int64_t ragged_tile(const std::vector<int64_t>& sizes, int64_t limit, int64_t al
 // Balanced groups: a tile that divides the group size wastes nothing.
 // Otherwise the v2 tile while it wastes at most kMaxV1Waste; beyond that a
 // smaller tile wastes fewer recomputed rows while every tile visit also
-// pays fixed costs (packing B for the visit, the row-masked copy-out) worth
+// pays fixed costs (packing its B; in gmm also the row-masked copy-out) worth
 // about kV1VisitOverheadTiles register tiles of rows: the tile minimizing
 // (1 + waste(t)) * (t + overhead) / t over the aligned tiles up to `limit`.
 constexpr int64_t kV1VisitOverheadTiles = 2;
