@@ -16,6 +16,7 @@
 #include "cli/common.h"
 #include "cli/openblas_core.h"
 #include "cli/target_flag.h"
+#include "kernels/b_packing_choice.h"
 #include "kernels/bandwidth.h"
 #include "kernels/microkernel_registry.h"
 #include "kernels/machine_model.h"
@@ -57,6 +58,10 @@ int run_peak(std::vector<std::string> args) {
   // here, or measured slower than the f32 microkernel).
   const std::string bf16_selected = kernels::selected_microkernel(kernels::ComputeType::kBf16Dot);
   const double fma_gflops = rates.fma_gflops, uk_gflops = rates.microkernel_gflops;
+  // Where small f32 items pack their B chunks here, measured now (the ops
+  // measure it once per process the same way).
+  const kernels::BPackingRates packing =
+      kernels::measure_b_packing_rates(kernels::select_microkernel());
   // DRAM read bandwidth for every thread count up to `threads`: the memory
   // side of the benchmarks' roofline (docs/performance.md).
   const int64_t probe_bytes = bandwidth_mib > 0 ? bandwidth_mib * 1024 * 1024
@@ -77,7 +82,12 @@ int run_peak(std::vector<std::string> args) {
                                   {"int8_microkernel_gops", rates.int8_microkernel_gops},
                                   {"bf16_microkernel_target", rates.bf16_microkernel_target},
                                   {"bf16_microkernel_gflops", rates.bf16_microkernel_gflops},
-                                  {"bf16_selected", bf16_selected}};
+                                  {"bf16_selected", bf16_selected},
+                                  {"b_packing_target", packing.target},
+                                  {"b_packing_in_microkernel_gflops", packing.in_microkernel_gflops},
+                                  {"b_packing_separate_gflops", packing.separate_gflops},
+                                  {"b_packing_selected",
+                                   packing.in_microkernel ? "microkernel" : "separate"}};
     // The machine as the heuristic sees it, and what the peers run here:
     // the facts a docs/performance.md section names (read, not written).
     const kernels::MachineModel model = kernels::this_machine_model(threads);
@@ -126,6 +136,11 @@ int run_peak(std::vector<std::string> args) {
     } else {
       std::printf("bf16 dot microkernel: none on this CPU (bf16 passes widen to f32)\n");
     }
+    std::printf(
+        "small-group f32 gmm (%s, one thread), B packed in the microkernel %.1f GFLOP/s, by "
+        "pack_b %.1f: packed %s\n",
+        packing.target, packing.in_microkernel_gflops, packing.separate_gflops,
+        packing.in_microkernel ? "in the microkernel" : "by pack_b");
     for (size_t t = 0; t < bandwidth_gbps.size(); ++t) {
       std::printf("dram read bandwidth (%lld MiB buffer), %zu thread%s: %.1f GB/s\n",
                   (long long)(probe_bytes / (1024 * 1024)), t + 1, t ? "s" : "",

@@ -32,9 +32,9 @@ NextSource b_chunk_source(const GmmProblem& p, const Operand& rhs, int64_t k0, i
 bool rows_alias(int64_t row_floats);
 int64_t staging_ld(int64_t width);
 
-// Whether a chunk of B is packed by the microkernel calls of its first A
-// micro-panel (Microkernel::run_packing_b) rather than before them.
-bool packs_b_in_microkernel(const GmmProblem& p, const Operand& rhs, int64_t cols,
+// Whether a chunk of B can be packed by the microkernel calls of its first
+// A micro-panel (Microkernel::run_packing_b) rather than before them.
+bool b_packable_in_microkernel(const GmmProblem& p, const Operand& rhs, int64_t cols,
                             const Microkernel& uk);
 
 // The f32 microkernel's configuration of the gmm driver (gmm_driver.h, K-blocks
@@ -46,7 +46,7 @@ bool packs_b_in_microkernel(const GmmProblem& p, const Operand& rhs, int64_t col
 // FMAs work at once: packing a whole K-block of B first is one memory-bound
 // burst before any FMA (at 128 groups of 32 rows the two halves took 18 ms
 // each, back to back). A plain f32 [K,N] weight's chunk is then packed by the
-// microkernel calls of the first A micro-panel (packs_b_in_microkernel).
+// microkernel calls of the first A micro-panel (b_packable_in_microkernel).
 // dlhs packs its B block the same way, chunk by chunk with the first m-tile,
 // and the later m-tiles reuse the packed block. Same-run A/B,
 // docs/performance.md.
@@ -59,9 +59,10 @@ struct F32GmmPolicy {
   int64_t k, kc, tm;
   int64_t small_chunk;  // a chunked item's columns per chunk (b_chunk_cols)
   int depth;            // A micro-panels prefetched ahead (input_buffer_count - 1)
+  bool b_in_microkernel;  // where a deferrable chunk is packed (b_packing_choice.h)
 
   F32GmmPolicy(const GmmProblem& problem, const Schedule& s, const Microkernel& kernel,
-               int64_t chunk_cols)
+               int64_t chunk_cols, bool b_packed_in_microkernel = false)
       : p(problem),
         uk(kernel),
         out(problem.output()),
@@ -69,7 +70,8 @@ struct F32GmmPolicy {
         kc(s.tiles.k),
         tm(s.tiles.m),
         small_chunk(chunk_cols),
-        depth(s.input_buffer_count - 1) {}
+        depth(s.input_buffer_count - 1),
+        b_in_microkernel(b_packed_in_microkernel) {}
 
   bool swiglu() const { return p.epilogue.swiglu; }
   bool one_tile(const GroupItem& item) const { return item.rows() <= tm; }
@@ -110,12 +112,13 @@ struct F32GmmPolicy {
   }
 
   // A deferrable chunk of a plain f32 [K,N] weight is left to the microkernel
-  // (the returned source); every other block is packed here.
+  // (the returned source) where this machine packs it faster so; every other
+  // block is packed here.
   BSource pack_b(const GroupItem& item, int64_t k0, int64_t depth_k, int64_t c0, int64_t cols,
                  char* dst, bool deferrable) const {
     const Operand rhs = p.rhs.group(item.group);
     float* packed = reinterpret_cast<float*>(dst);
-    if (deferrable && packs_b_in_microkernel(p, rhs, cols, uk)) {
+    if (deferrable && b_in_microkernel && b_packable_in_microkernel(p, rhs, cols, uk)) {
       return {static_cast<const float*>(rhs.data) + k0 * rhs.ld + c0, rhs.ld, packed};
     }
     kernels::pack_b(rhs, p.transpose_rhs, k0, depth_k, c0, cols, uk.nr, packed);
@@ -161,5 +164,11 @@ struct F32GmmPolicy {
     }
   }
 };
+
+// gmm v2 on the f32 microkernel `uk`, with the small items' B chunks packed
+// inside the microkernel or by pack_b (gmm_v2 asks b_packing_choice.h which;
+// the probe and the tests choose).
+void gmm_v2_f32(const GmmProblem& p, const Schedule& s, const Microkernel& uk,
+                bool b_in_microkernel);
 
 }  // namespace raggemm::kernels

@@ -5,6 +5,7 @@
 // k-slice of its B tile once and reuses it for all of its m-tiles. bf16
 // operands go to the bf16 dot-product configuration of the same driver where
 // the CPU has one; every other operand type to the f32 one (f32_gmm_policy.h).
+#include "kernels/b_packing_choice.h"
 #include "kernels/bf16_gmm.h"
 #include "kernels/f32_gmm_policy.h"
 #include "kernels/gmm_driver.h"
@@ -23,11 +24,20 @@ void gmm_v2(const GmmProblem& p, const Schedule& s) {
     }
   }
   const Microkernel uk = select_microkernel();
+  // Only a plain f32 [K,N] weight has chunks the microkernel may pack, so
+  // only such a problem asks (and, the first time, measures) which way pays.
+  const bool deferrable = uk.run_packing_b && !p.transpose_rhs &&
+                          p.rhs.base.dtype == DType::kF32 && !p.rhs.base.scale.data;
+  gmm_v2_f32(p, s, uk, deferrable && b_packing_rates(uk).in_microkernel);
+}
+
+void gmm_v2_f32(const GmmProblem& p, const Schedule& s, const Microkernel& uk,
+                bool b_in_microkernel) {
   const int64_t chunk_cols = b_chunk_cols(this_machine_model(s.threads).caches.l2, s.tiles.k,
                                           uk.nr, /*streamed_by_rows=*/!p.transpose_rhs);
   const DriverItems d{p.starts, p.group_offset, p.local_groups, p.m, p.out_cols(),
                       s.tiles.m * kRowTilesPerItem, s.tiles.n, /*row_overhead=*/0};
-  run_driver(F32GmmPolicy(p, s, uk, chunk_cols), d, p.output(), s.threads);
+  run_driver(F32GmmPolicy(p, s, uk, chunk_cols, b_in_microkernel), d, p.output(), s.threads);
 }
 
 }  // namespace raggemm::kernels
