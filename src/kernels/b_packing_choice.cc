@@ -7,14 +7,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <map>
-#include <mutex>
-#include <string>
 #include <thread>
 #include <vector>
 
 #include "kernels/f32_gmm_policy.h"
 #include "kernels/machine_model.h"
+#include "kernels/measured_once.h"
 
 namespace raggemm::kernels {
 namespace {
@@ -96,14 +94,10 @@ BPackingRates measure_b_packing_rates(const Microkernel& uk) {
 }
 
 const BPackingRates& b_packing_rates(const Microkernel& uk) {
-  // One answer per target serves the process (tests force targets). Entries
-  // are never removed, so the references stay valid.
-  static std::mutex mutex;
-  static std::map<std::string, BPackingRates> rates;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = rates.find(uk.target);
-  if (it == rates.end()) it = rates.emplace(uk.target, measure_b_packing_rates(uk)).first;
-  return it->second;
+  // One answer per target serves the process (tests force targets).
+  struct Tag {};
+  return measured_once<BPackingRates, Tag>(uk.target,
+                                           [&] { return measure_b_packing_rates(uk); });
 }
 
 }  // namespace raggemm::kernels

@@ -5,10 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <map>
-#include <mutex>
-#include <string>
 
+#include "kernels/measured_once.h"
 #include "kernels/microkernel.h"
 #include "kernels/workspace.h"
 
@@ -80,14 +78,10 @@ Bf16DotRates measure_bf16_dot_rates(const Bf16Microkernel& dot) {
 
 const Bf16DotRates& bf16_dot_rates(const Bf16Microkernel& dot) {
   // One answer per kernel serves the process (the registry asks about its
-  // automatic kernels in order, AMX_BF16 before AVX512_BF16). Entries are
-  // never removed, so the references stay valid.
-  static std::mutex mutex;
-  static std::map<std::string, Bf16DotRates> rates;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = rates.find(dot.target);
-  if (it == rates.end()) it = rates.emplace(dot.target, measure_bf16_dot_rates(dot)).first;
-  return it->second;
+  // automatic kernels in order, AMX_BF16 before AVX512_BF16).
+  struct Tag {};
+  return measured_once<Bf16DotRates, Tag>(dot.target,
+                                          [&] { return measure_bf16_dot_rates(dot); });
 }
 
 }  // namespace raggemm::kernels
