@@ -17,10 +17,10 @@
 namespace raggemm::kernels {
 namespace {
 
-constexpr int64_t kGroups = 8;
+constexpr int64_t kGroups = 2;
 constexpr int64_t kRowsPerGroup = 32;  // one m-tile: the items that chunk their B
 constexpr int64_t kK = 256;
-constexpr int kRounds = 5;
+constexpr int kRounds = 3;
 
 struct Probe {
   int64_t n = 0;
@@ -53,10 +53,11 @@ struct Probe {
   double gflops(const Microkernel& uk, bool in_microkernel) {
     // The weights come from DRAM, as a real model's do: the regime the
     // chunk streaming is for, and the one where the two ways differ most.
-    // (Left in cache, these weights, four times L2, ran the microkernel's
+    // (Left in cache, 8 groups of these weights ran the microkernel's
     // packing 1.1-1.2x faster on the Xeon model 167; flushed, pack_b's
-    // 1.1-1.2x, as `raggemm bench gmm` did there at 32 and 128 groups,
-    // 1.03-1.16x, and the default training step's GMMs, 1.04x.)
+    // 1.2x, as `raggemm bench gmm` did there at 32 and 128 groups, 1.04-1.31x.
+    // The flush is most of the probe's time: 2 groups and 3 rounds take
+    // about 20 ms where 8 and 5 took 110, with the same answer.)
     for (size_t i = 0; i < rhs.size(); i += 16) hwy::FlushCacheline(rhs.data() + i);
     hwy::FlushStream();
     const auto start = std::chrono::steady_clock::now();

@@ -16,11 +16,11 @@
 
 namespace raggemm::kernels {
 
-// Each way's rate on the same small-group problem (8 groups of 32 rows,
-// K = 256, N four chunks wide, so the weights are four times L2 and each
-// item streams its chunks in as in a real call), its weights flushed from
-// the caches before every run (they come from DRAM, as a model's do), one
-// thread, best of a few interleaved rounds.
+// Each way's rate on the same small-group problem (2 groups of 32 rows,
+// K = 256, N four chunks wide, so each item streams its chunks in as in a
+// real call), its weights flushed from the caches before every run (they
+// come from DRAM, as a model's do), one thread, best of 3 interleaved
+// rounds.
 struct BPackingRates {
   const char* target = "";
   double in_microkernel_gflops = 0;
@@ -36,7 +36,7 @@ inline bool b_packing_in_microkernel_pays(double in_microkernel_gflops, double s
   return separate_gflops < kSeparatePackingMargin * in_microkernel_gflops;
 }
 
-// Measured the first time it is asked about `uk`'s target (a few ms, on a
+// Measured the first time it is asked about `uk`'s target (about 20 ms, on a
 // thread of its own, so no caller's workspace is touched); later calls
 // return the same answer. A microkernel without run_packing_b gets false
 // without a measurement.
