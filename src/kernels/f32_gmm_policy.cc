@@ -67,17 +67,17 @@ bool rows_alias(int64_t row_floats) {
 // when `width` rows would alias.
 int64_t staging_ld(int64_t width) { return rows_alias(width) ? width + 16 : width; }
 
-// Whether a chunk of B can be packed by the microkernel calls of its first
-// A micro-panel (Microkernel::run_packing_b) rather than by pack_b before
-// them: a plain f32 [K,N] weight in whole micro-panels. With one m-tile, B
+// Whether the weight's chunks can be packed by the microkernel calls of
+// their first A micro-panel (Microkernel::run_packing_b) rather than by
+// pack_b before them: a plain f32 [K,N] weight (the chunk then in whole
+// micro-panels, F32GmmPolicy::pack_b). With one m-tile, B
 // is read once per chunk and a separate packing pass ran with no FMA in
 // flight: one Zen 3 core, a 32 x 64 x 256 block with its B in L3, 95 GFLOP/s
 // for the FMAs alone and 72 with pack_b before them. Whether it then is
 // depends on the CPU, measured (b_packing_choice.h).
-bool b_packable_in_microkernel(const GmmProblem& p, const Operand& rhs, int64_t cols,
-                            const Microkernel& uk) {
-  return uk.run_packing_b && !p.transpose_rhs && rhs.dtype == DType::kF32 && !rhs.scale.data &&
-         cols % uk.nr == 0;
+bool weight_packable_in_microkernel(const GmmProblem& p, const Microkernel& uk) {
+  return uk.run_packing_b && !p.transpose_rhs && p.rhs.base.dtype == DType::kF32 &&
+         !p.rhs.base.scale.data;
 }
 
 }  // namespace raggemm::kernels

@@ -32,10 +32,10 @@ NextSource b_chunk_source(const GmmProblem& p, const Operand& rhs, int64_t k0, i
 bool rows_alias(int64_t row_floats);
 int64_t staging_ld(int64_t width);
 
-// Whether a chunk of B can be packed by the microkernel calls of its first
-// A micro-panel (Microkernel::run_packing_b) rather than before them.
-bool b_packable_in_microkernel(const GmmProblem& p, const Operand& rhs, int64_t cols,
-                            const Microkernel& uk);
+// Whether the weight's chunks can be packed by the microkernel calls of
+// their first A micro-panel (Microkernel::run_packing_b) rather than before
+// them: a plain f32 [K,N] weight, each group's as its base's.
+bool weight_packable_in_microkernel(const GmmProblem& p, const Microkernel& uk);
 
 // The f32 microkernel's configuration of the gmm driver (gmm_driver.h, K-blocks
 // outer), which decodes, widens and dequantizes every operand type into f32
@@ -46,7 +46,7 @@ bool b_packable_in_microkernel(const GmmProblem& p, const Operand& rhs, int64_t 
 // FMAs work at once: packing a whole K-block of B first is one memory-bound
 // burst before any FMA (at 128 groups of 32 rows the two halves took 18 ms
 // each, back to back). A plain f32 [K,N] weight's chunk is then packed by the
-// microkernel calls of the first A micro-panel (b_packable_in_microkernel).
+// microkernel calls of the first A micro-panel (weight_packable_in_microkernel).
 // dlhs packs its B block the same way, chunk by chunk with the first m-tile,
 // and the later m-tiles reuse the packed block. Same-run A/B,
 // docs/performance.md.
@@ -59,7 +59,9 @@ struct F32GmmPolicy {
   int64_t k, kc, tm;
   int64_t small_chunk;  // a chunked item's columns per chunk (b_chunk_cols)
   int depth;            // A micro-panels prefetched ahead (input_buffer_count - 1)
-  bool b_in_microkernel;  // where a deferrable chunk is packed (b_packing_choice.h)
+  // Whether a deferrable chunk is packed by the microkernel: asked for, and
+  // the weight allows it (b_packing_choice.h decides the asking).
+  bool b_in_microkernel;
 
   F32GmmPolicy(const GmmProblem& problem, const Schedule& s, const Microkernel& kernel,
                int64_t chunk_cols, bool b_packed_in_microkernel = false)
@@ -71,7 +73,8 @@ struct F32GmmPolicy {
         tm(s.tiles.m),
         small_chunk(chunk_cols),
         depth(s.input_buffer_count - 1),
-        b_in_microkernel(b_packed_in_microkernel) {}
+        b_in_microkernel(b_packed_in_microkernel &&
+                         weight_packable_in_microkernel(problem, kernel)) {}
 
   bool swiglu() const { return p.epilogue.swiglu; }
   bool one_tile(const GroupItem& item) const { return item.rows() <= tm; }
@@ -118,13 +121,13 @@ struct F32GmmPolicy {
                  char* dst, bool deferrable) const {
     const Operand rhs = p.rhs.group(item.group);
     float* packed = reinterpret_cast<float*>(dst);
-    if (deferrable && b_in_microkernel && b_packable_in_microkernel(p, rhs, cols, uk)) {
+    if (deferrable && b_in_microkernel && cols % uk.nr == 0) {  // whole micro-panels
       return {static_cast<const float*>(rhs.data) + k0 * rhs.ld + c0, rhs.ld, packed};
     }
     kernels::pack_b(rhs, p.transpose_rhs, k0, depth_k, c0, cols, uk.nr, packed);
     if (swiglu()) {
       kernels::pack_b(rhs, p.transpose_rhs, k0, depth_k, p.n / 2 + c0, cols, uk.nr,
-                      packed + packed_size(cols, 1, uk.nr) * depth_k);
+                      reinterpret_cast<float*>(dst + b_offset(cols, depth_k)));
     }
     return {};
   }
@@ -138,13 +141,13 @@ struct F32GmmPolicy {
                       const char* b, int64_t cols, float* c, int64_t ldc, bool accumulate,
                       const NextSource& next, const BSource& unpacked) const {
     const float* packed_a = reinterpret_cast<const float*>(a);
-    const float* packed_b = reinterpret_cast<const float*>(b);
-    macro_kernel(uk, depth_k, packed_a, rows, packed_b, cols, c, ldc, accumulate, depth, next,
-                 /*stream_stores=*/false, unpacked);
-    if (swiglu()) {  // the up half, beside the gate half in the item block
+    macro_kernel(uk, depth_k, packed_a, rows, reinterpret_cast<const float*>(b), cols, c, ldc,
+                 accumulate, depth, next, /*stream_stores=*/false, unpacked);
+    if (swiglu()) {  // the up half, packed and accumulated beside the gate half
       const int64_t w = item.cols();
-      macro_kernel(uk, depth_k, packed_a, rows, packed_b + packed_size(w, 1, uk.nr) * depth_k, w,
-                   c + w, ldc, accumulate, depth);
+      macro_kernel(uk, depth_k, packed_a, rows,
+                   reinterpret_cast<const float*>(b + b_offset(w, depth_k)), w, c + w, ldc,
+                   accumulate, depth);
     }
   }
 

@@ -24,11 +24,10 @@ void gmm_v2(const GmmProblem& p, const Schedule& s) {
     }
   }
   const Microkernel uk = select_microkernel();
-  // Only a plain f32 [K,N] weight has chunks the microkernel may pack, so
-  // only such a problem asks (and, the first time, measures) which way pays.
-  const bool deferrable = uk.run_packing_b && !p.transpose_rhs &&
-                          p.rhs.base.dtype == DType::kF32 && !p.rhs.base.scale.data;
-  gmm_v2_f32(p, s, uk, deferrable && b_packing_rates(uk).in_microkernel);
+  // Only a weight whose chunks the microkernel may pack asks (and, the
+  // first time, measures) which way pays.
+  gmm_v2_f32(p, s, uk,
+             weight_packable_in_microkernel(p, uk) && b_packing_rates(uk).in_microkernel);
 }
 
 void gmm_v2_f32(const GmmProblem& p, const Schedule& s, const Microkernel& uk,
