@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "moe/glue_simd.h"
+#include "kernels/glue_simd.h"
 
 namespace raggemm::moe {
 
@@ -25,7 +25,7 @@ void swiglu_forward(const T* gate, const T* up, int64_t rows, int64_t width, int
     const T* u = up + r * stride;
     T* a = act + r * width;
     if constexpr (std::is_same_v<T, float>) {
-      swiglu_forward_f32(g, u, width, a);
+      kernels::swiglu_forward_f32(g, u, width, a);
       continue;
     }
     for (int64_t i = 0; i < width; ++i) a[i] = g[i] / (T(1) + std::exp(-g[i])) * u[i];
@@ -44,7 +44,7 @@ void swiglu_backward(const T* gate, const T* up, const T* dact, int64_t rows, in
     T* dg = dgate + r * stride;
     T* du = dup + r * stride;
     if constexpr (std::is_same_v<T, float>) {
-      swiglu_backward_f32(g, u, da, width, dg, du);
+      kernels::swiglu_backward_f32(g, u, da, width, dg, du);
       continue;
     }
     for (int64_t i = 0; i < width; ++i) {

@@ -7,7 +7,7 @@
 
 #include "model/rmsnorm.h"
 #include "moe/dense.h"
-#include "moe/glue_simd.h"
+#include "kernels/glue_simd.h"
 #include "moe/ordered_sums.h"
 #include "raggemm/error.h"
 
@@ -17,7 +17,7 @@ using model::rmsnorm_backward;
 namespace {
 
 // x[i] = std::exp(x[i]): f32 through the vector kernel (the same bits).
-void exp_in_place(float* x, int64_t n) { moe::exp_f32(x, n, x); }
+void exp_in_place(float* x, int64_t n) { kernels::exp_f32(x, n, x); }
 void exp_in_place(double* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = std::exp(x[i]);
 }

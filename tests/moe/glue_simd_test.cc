@@ -1,6 +1,6 @@
-// The vectorized glue (moe/glue_simd.h) against the scalar loops it replaces:
+// The vectorized glue (kernels/glue_simd.h) against the scalar loops it replaces:
 // the same bits, not merely close (the training run's loss curve must not move).
-#include "moe/glue_simd.h"
+#include "kernels/glue_simd.h"
 
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
@@ -15,6 +15,10 @@
 #include "moe/swiglu.h"
 
 namespace raggemm::moe {
+using kernels::exp_f32;
+using kernels::glue_simd_vectorized;
+using kernels::swiglu_backward_f32;
+using kernels::swiglu_forward_f32;
 namespace {
 
 uint32_t bits_of(float v) {

@@ -1,6 +1,8 @@
 // The exp-heavy elementwise glue (SwiGLU forward and backward, the softmax
 // rows of the loss) vectorized per Highway target, with results bit for bit
-// those of the scalar loops they replace.
+// those of the scalar loops they replace. Here in kernels/ because the gmm's
+// SwiGLU stage (kernels/swiglu_stage.h) runs the same loops on its tiles;
+// the MoE layer and the loss call them too.
 //
 // The scalar loops call std::exp(float), i.e. glibc's expf. That is one
 // double-precision evaluation (a 32-entry table of 2^(i/32) and a cubic,
@@ -16,7 +18,7 @@
 
 #include <cstdint>
 
-namespace raggemm::moe {
+namespace raggemm::kernels {
 
 // y[i] = std::exp(x[i]), i < n (same bits). x and y may be the same array.
 void exp_f32(const float* x, int64_t n, float* y);
@@ -35,4 +37,4 @@ void swiglu_backward_f32(const float* gate, const float* up, const float* dact, 
 // function above is the scalar loop).
 bool glue_simd_vectorized();
 
-}  // namespace raggemm::moe
+}  // namespace raggemm::kernels

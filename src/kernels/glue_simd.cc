@@ -1,16 +1,16 @@
 // Highway kernels of glue_simd.h: glibc's expf evaluated in double lanes.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "moe/glue_simd.cc"
+#define HWY_TARGET_INCLUDE "kernels/glue_simd.cc"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
 #include <cmath>
 
-#include "moe/glue_simd.h"
+#include "kernels/glue_simd.h"
 
 #ifndef RAGGEMM_MOE_GLUE_SIMD_CONSTANTS
 #define RAGGEMM_MOE_GLUE_SIMD_CONSTANTS
-namespace raggemm::moe::glue_detail {
+namespace raggemm::kernels::glue_detail {
 
 // The constants of glibc's expf (sysdeps/ieee754/flt-32/e_expf.c and
 // e_exp2f_data.c, N = 32), as the x86-64 libm of Debian 12 holds them: exp(x)
@@ -56,11 +56,11 @@ inline void scalar_swiglu_backward(float g, float u, float da, float* dg, float*
   *du = da * silu;
 }
 
-}  // namespace raggemm::moe::glue_detail
+}  // namespace raggemm::kernels::glue_detail
 #endif
 
 HWY_BEFORE_NAMESPACE();
-namespace raggemm::moe {
+namespace raggemm::kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 namespace gd = glue_detail;
@@ -200,11 +200,11 @@ bool Vectorized() { return RAGGEMM_GLUE_VECTOR != 0; }
 #undef RAGGEMM_GLUE_VECTOR
 
 }  // namespace HWY_NAMESPACE
-}  // namespace raggemm::moe
+}  // namespace raggemm::kernels
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-namespace raggemm::moe {
+namespace raggemm::kernels {
 
 HWY_EXPORT(ExpF32);
 HWY_EXPORT(SwigluForwardF32);
@@ -224,5 +224,5 @@ void swiglu_backward_f32(const float* gate, const float* up, const float* dact, 
 
 bool glue_simd_vectorized() { return HWY_DYNAMIC_DISPATCH(Vectorized)(); }
 
-}  // namespace raggemm::moe
+}  // namespace raggemm::kernels
 #endif
