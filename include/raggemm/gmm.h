@@ -21,6 +21,7 @@
 #include "raggemm/gmm_workspace.h"
 #include "raggemm/problem.h"
 #include "raggemm/quant_types.h"
+#include "raggemm/swiglu_stage.h"
 #include "raggemm/tensor.h"
 #include "raggemm/tiles.h"
 
@@ -68,6 +69,16 @@ struct GmmOptions {
   std::optional<TensorView> col_scale;       // f32 [N] or [G_rhs, N]
   std::optional<TensorView> col_bias;        // f32 [N] or [G_rhs, N]
   std::optional<TensorView> row_scale;       // f32 [M]
+
+  // SwiGLU run by the kernel on each output tile as soon as it is stored
+  // (v1 and v2, fwd and dlhs; include/raggemm/swiglu_stage.h): forward, the
+  // call computes up and writes act = silu(gate) * up; backward, the call
+  // computes dact and writes SwiGLU's dgate and dup. The same bits as the
+  // separate elementwise pass; every tensor f32 [M, N_out], contiguous, none
+  // overlapping another or out; out f32 and not accumulated; not with
+  // fuse_swiglu or quantize. At most one of the two.
+  std::optional<SwigluForwardStage> swiglu_forward_stage;
+  std::optional<SwigluBackwardStage> swiglu_backward_stage;
 
   // Element type of the output: kF32 or kBF16 (the epilogue's f32 value
   // rounded once). gmm_into's out must have this dtype.

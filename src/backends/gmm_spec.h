@@ -11,6 +11,7 @@
 
 #include "raggemm/problem.h"
 #include "raggemm/quant_types.h"
+#include "raggemm/swiglu_stage.h"
 #include "raggemm/tensor.h"
 
 namespace raggemm::backends {
@@ -55,6 +56,10 @@ struct GmmSpec {
   std::optional<TensorView> col_scale;  // f32 [N] or [G_rhs, N]
   std::optional<TensorView> col_bias;   // f32 [N] or [G_rhs, N]
   std::optional<TensorView> row_scale;  // f32 [M]
+  // The SwiGLU stage on the stored output (fwd and dlhs, f32 output, not
+  // accumulated; include/raggemm/swiglu_stage.h): at most one of the two.
+  std::optional<SwigluForwardStage> swiglu_forward_stage;
+  std::optional<SwigluBackwardStage> swiglu_backward_stage;
 
   TensorView out;                // f32 or bf16, contiguous
   bool accumulate = false;       // out += result for the rows (groups) computed

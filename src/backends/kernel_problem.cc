@@ -40,6 +40,19 @@ const float* column_vector(const std::optional<TensorView>& v, int64_t n, int64_
   return v->as<const float>();
 }
 
+// The spec's SwiGLU stage as the kernels read it.
+kernels::SwigluStage swiglu_stage(const GmmSpec& s) {
+  using Kind = kernels::SwigluStage::Kind;
+  if (const auto& f = s.swiglu_forward_stage) {
+    return {Kind::kForward, f->gate.as<const float>(), nullptr, f->act.as<float>()};
+  }
+  if (const auto& b = s.swiglu_backward_stage) {
+    return {Kind::kBackward, b->gate.as<const float>(), b->up.as<const float>(), nullptr,
+            b->dgate.as<float>(), b->dup.as<float>()};
+  }
+  return {};
+}
+
 // What every kernel problem (f32/bf16/quantized gmm, tgmm, int8 gmm) takes
 // from the spec alike: the dims, the groups and the output.
 template <class Problem>
@@ -73,6 +86,7 @@ kernels::GmmProblem gmm_problem(const GmmSpec& s) {
   p.epilogue.col_scale = column_vector(s.col_scale, s.n, &p.epilogue.col_scale_group_stride);
   p.epilogue.col_bias = column_vector(s.col_bias, s.n, &p.epilogue.col_bias_group_stride);
   p.epilogue.row_scale = s.row_scale ? s.row_scale->as<const float>() : nullptr;
+  p.swiglu_stage = swiglu_stage(s);
   return p;
 }
 
@@ -105,6 +119,7 @@ std::optional<kernels::Int8GmmProblem> int8_problem(const GmmSpec& s) {
   p.col_scale_stride = ws.col_stride;
   p.col_scale_group_stride = group_stride;
   set_dims_groups_output(s, p);
+  p.swiglu_stage = swiglu_stage(s);
   return p;
 }
 

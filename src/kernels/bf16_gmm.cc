@@ -13,6 +13,7 @@
 
 #include "kernels/bf16_pack.h"
 #include "kernels/gmm_driver.h"
+#include "kernels/swiglu_stage.h"
 #include "kernels/tgmm_driver.h"
 
 namespace raggemm::kernels {
@@ -169,6 +170,7 @@ struct Bf16GmmPolicy {
     } else if (acc) {
       out.store(item.row_begin, c0, acc, ldc, rows, cols);
     }
+    apply_swiglu_stage(p, item.row_begin, rows, c0, cols);
   }
 };
 
@@ -225,6 +227,7 @@ void bf16_gmm(const GmmProblem& p, const Schedule& s, const Bf16Microkernel& uk)
   d.rows_per_item = policy.tm * kRowTilesPerItem;
   d.col_step = policy.tn;
   d.row_overhead = 8;  // the B slice is packed whatever the rows: a few rows still cost it
+  zero_swiglu_stage_uncovered(p);
   run_driver(policy, d, p.output(), s.threads);
 }
 

@@ -13,6 +13,7 @@
 #include "kernels/gmm_kernel.h"
 #include "kernels/macro_kernel.h"
 #include "kernels/pack.h"
+#include "kernels/swiglu_stage.h"
 
 namespace raggemm::kernels {
 
@@ -165,6 +166,7 @@ struct F32GmmPolicy {
     } else if (acc) {
       out.store(item.row_begin, c0, acc, ldc, rows, cols);
     }
+    apply_swiglu_stage(p, item.row_begin, rows, c0, cols);
   }
 };
 

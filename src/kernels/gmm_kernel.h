@@ -39,6 +39,22 @@ struct Epilogue {
   bool active() const { return swiglu || row_scale || col_scale || col_bias; }
 };
 
+// The SwiGLU stage of a gmm with a plain f32 output (include/raggemm/
+// swiglu_stage.h): run on each output tile once it is stored (v2 only;
+// kernels/swiglu_stage.h). Every array is [M, out_cols] with the output's
+// row stride. Forward: act from gate and the output (up). Backward: dgate
+// and dup from gate, up and the output (dact).
+struct SwigluStage {
+  enum class Kind { kNone, kForward, kBackward };
+  Kind kind = Kind::kNone;
+  const float* gate = nullptr;
+  const float* up = nullptr;     // backward
+  float* act = nullptr;          // forward
+  float* dgate = nullptr;        // backward
+  float* dup = nullptr;          // backward
+  bool active() const { return kind != Kind::kNone; }
+};
+
 struct Schedule {
   Tiles tiles;            // all fields > 0
   int threads = 1;        // >= 1
@@ -59,6 +75,7 @@ struct GmmProblem {
   // out[i] += result for rows of the local groups; other rows are left as they are.
   bool accumulate = false;
   Epilogue epilogue{};
+  SwigluStage swiglu_stage{};
   int64_t out_cols() const { return epilogue.swiglu ? n / 2 : n; }
   OutputView output() const { return OutputView{out, out_bf16, out_cols(), accumulate}; }
 };

@@ -6,13 +6,14 @@
 // group boundary is computed once per group it touches. It runs on the gmm
 // driver (gmm_driver.h) as the f32 configuration with v1's items: one per
 // (visit, n-tile), the item's rows the whole m-tile, its output stage the
-// row mask. Visits of one m-tile store disjoint rows, so they run in
-// parallel like any other items.
+// row mask (then the SwiGLU stage on those rows). Visits of one m-tile
+// store disjoint rows, so they run in parallel like any other items.
 #include <algorithm>
 
 #include "kernels/f32_gmm_policy.h"
 #include "kernels/gmm_driver.h"
 #include "kernels/gmm_kernel.h"
+#include "kernels/swiglu_stage.h"
 #include "kernels/v1_metadata.h"
 
 namespace raggemm::kernels {
@@ -34,6 +35,7 @@ struct V1Policy : F32GmmPolicy {
     const int64_t begin = std::max(item.row_begin, p.starts[p.group_offset + item.group]);
     const int64_t end = std::min(item.row_end, p.starts[p.group_offset + item.group + 1]);
     out.store(begin, c0, acc + (begin - item.row_begin) * ldc, ldc, end - begin, cols);
+    apply_swiglu_stage(p, begin, end - begin, c0, cols);
   }
 };
 
@@ -55,6 +57,7 @@ void gmm_v1(const GmmProblem& p, const Schedule& s) {
   }
   // Rows no visit stores: those past (or before) the local groups.
   zero_uncovered_rows(p.starts, p.group_offset, p.local_groups, p.m, p.output(), n);
+  zero_swiglu_stage_uncovered(p);
   run_driver_items(V1Policy(p, s, uk, /*chunk_cols=*/n), work, s.threads);
 }
 

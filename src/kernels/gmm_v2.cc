@@ -12,6 +12,7 @@
 #include "kernels/gmm_kernel.h"
 #include "kernels/group_items.h"
 #include "kernels/machine_model.h"
+#include "kernels/swiglu_stage.h"
 
 namespace raggemm::kernels {
 
@@ -36,6 +37,7 @@ void gmm_v2_f32(const GmmProblem& p, const Schedule& s, const Microkernel& uk,
                                           uk.nr, /*streamed_by_rows=*/!p.transpose_rhs);
   const DriverItems d{p.starts, p.group_offset, p.local_groups, p.m, p.out_cols(),
                       s.tiles.m * kRowTilesPerItem, s.tiles.n, /*row_overhead=*/0};
+  zero_swiglu_stage_uncovered(p);
   run_driver(F32GmmPolicy(p, s, uk, chunk_cols, b_in_microkernel), d, p.output(), s.threads);
 }
 

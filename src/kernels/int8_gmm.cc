@@ -15,6 +15,7 @@
 #endif
 
 #include "kernels/gmm_driver.h"
+#include "kernels/swiglu_stage.h"
 
 namespace raggemm::kernels {
 namespace {
@@ -251,6 +252,7 @@ struct Int8Policy {
         for (int64_t j = 0; j < width; ++j) dst[j] = core::bf16_bits_of(value(j));
       }
     }
+    apply_swiglu_stage(p.swiglu_stage, p.out, n, item.row_begin, rows, c0, width);
   }
 };
 
@@ -269,6 +271,7 @@ void int8_gmm(const Int8GmmProblem& p, const Schedule& s, const Int8Microkernel*
       group_row_ranges(p.starts, p.group_offset, p.local_groups, d.rows_per_item);
   d.col_step = row_items >= 4 * static_cast<int64_t>(s.threads) ? p.n : policy.tn;
   d.row_overhead = 8;  // the B tile is packed whatever the rows: a few rows still cost it
+  zero_swiglu_stage_uncovered(p.swiglu_stage, p.starts, p.group_offset, p.local_groups, p.m, p.n);
   run_driver(policy, d, p.output(), s.threads);
 }
 

@@ -33,6 +33,7 @@ struct Int8GmmProblem {
   float* out = nullptr;  // [M, N], contiguous f32 output, or null:
   uint16_t* out_bf16 = nullptr;  // the bf16 output instead, rounded once in the output stage
   bool accumulate = false;       // out += result (rows of other groups left as they are)
+  SwigluStage swiglu_stage{};    // on the f32 output (kernels/swiglu_stage.h)
   OutputView output() const { return OutputView{out, out_bf16, n, accumulate}; }
 };
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "kernels/decode.h"
+#include "kernels/swiglu_stage.h"
 
 namespace raggemm::kernels {
 
@@ -39,7 +40,11 @@ void reference_gmm(const GmmProblem& p) {
         out.store_value(r, j, static_cast<float>(acc[j]));
       }
     }
+    // The stage is defined on the stored f32 output (swiglu_stage.h), so the
+    // oracle runs the kernels' own on it.
+    apply_swiglu_stage(p, r, 1, 0, out_cols);
   };
+  zero_swiglu_stage_uncovered(p);
   reference_gmm_rows(groups, p.m, p.k, p.n, lhs_at, rhs_at, finish);
 }
 

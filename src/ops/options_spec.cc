@@ -42,6 +42,8 @@ backends::GmmSpec validated_spec(const backends::GmmOperand& lhs, const backends
   spec.col_scale = o.col_scale;
   spec.col_bias = o.col_bias;
   spec.row_scale = o.row_scale;
+  spec.swiglu_forward_stage = o.swiglu_forward_stage;
+  spec.swiglu_backward_stage = o.swiglu_backward_stage;
   validate(spec, settings_of(o));
   return spec;
 }

@@ -239,6 +239,58 @@ void validate_gmm(backends::GmmSpec& s, const CallSettings& c, int threads) {
   }
 }
 
+// Whether two views' bytes overlap.
+bool overlap(const TensorView& a, const TensorView& b) {
+  const auto* a0 = static_cast<const char*>(a.data);
+  const auto* b0 = static_cast<const char*>(b.data);
+  return a.nbytes() > 0 && b.nbytes() > 0 && a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
+}
+
+// The SwiGLU stage (raggemm/swiglu_stage.h): f32 [M, N_out] tensors, an f32
+// output written, not accumulated, and outputs that overlap nothing else
+// (each thread's blocks read the others' untouched).
+void check_swiglu_stage(const backends::GmmSpec& s, const CallSettings& c) {
+  if (!s.swiglu_forward_stage && !s.swiglu_backward_stage) return;
+  const std::string name =
+      s.swiglu_forward_stage ? "swiglu_forward_stage" : "swiglu_backward_stage";
+  if (s.swiglu_forward_stage && s.swiglu_backward_stage) {
+    fail("swiglu_backward_stage", "set", "at most one of swiglu_forward_stage and swiglu_backward_stage");
+  }
+  if (s.fuse_swiglu) fail(name, "set", "not with fuse_swiglu (that stage already applies SwiGLU)");
+  if (c.out_dtype != DType::kF32) {
+    fail("out_dtype", dtype_name(c.out_dtype), name + " reads the f32 output: out_dtype must be f32");
+  }
+  if (s.accumulate) fail("accumulate", "true", name + " needs the output overwritten, not accumulated");
+  std::vector<std::pair<const TensorView*, std::string>> read, written;
+  if (const auto& f = s.swiglu_forward_stage) {
+    read = {{&f->gate, name + ".gate"}};
+    written = {{&f->act, name + ".act"}};
+  } else {
+    const SwigluBackwardStage& b = *s.swiglu_backward_stage;
+    read = {{&b.gate, name + ".gate"}, {&b.up, name + ".up"}};
+    written = {{&b.dgate, name + ".dgate"}, {&b.dup, name + ".dup"}};
+  }
+  for (const auto& list : {read, written}) {
+    for (const auto& [view, argument] : list) {
+      check_tensor(*view, argument, 2, {DType::kF32});
+      check_dim(*view, argument, 0, s.m, "rows of lhs");
+      check_dim(*view, argument, 1, s.out_cols, "output columns");
+    }
+  }
+  for (size_t i = 0; i < written.size(); ++i) {
+    const auto& [view, argument] = written[i];
+    if (overlap(*view, s.out)) fail(argument, "overlaps out", "the stage's outputs must not overlap out");
+    for (const auto& [other, other_argument] : read) {
+      if (overlap(*view, *other)) fail(argument, "overlaps " + other_argument, "the stage's outputs must not overlap its inputs");
+    }
+    for (size_t j = i + 1; j < written.size(); ++j) {
+      if (overlap(*view, *written[j].first)) {
+        fail(argument, "overlaps " + written[j].second, "the stage's outputs must not overlap each other");
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void validate(backends::GmmSpec& spec, const CallSettings& settings) {
@@ -278,6 +330,7 @@ void validate_out(const backends::GmmSpec& spec, const CallSettings& settings) {
     check_dim(spec.out, "out", 0, shape[0], "rows of lhs");
     check_dim(spec.out, "out", 1, shape[1], "output columns");
   }
+  check_swiglu_stage(spec, settings);
 }
 
 }  // namespace raggemm::ops
