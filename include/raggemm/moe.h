@@ -74,6 +74,10 @@ struct MoeConfig {
   RouterConfig router;
   int64_t shared_experts = 0;  // width of the shared MLP = shared_experts * mlp_dim
   bool fused_gate_up = false;  // one wi [E, embed, 2*mlp] (gate|up); v2 fwd fuses SwiGLU
+  // Two gate/up weights: SwiGLU runs in the store stage of the up weight's
+  // fwd and the down weight's dlhs GMMs (raggemm/swiglu_stage.h; the same
+  // bits) instead of as separate passes. Float on the ops backend only.
+  bool swiglu_in_gmm = true;
   DType dtype = DType::kF32;   // what the GMMs read: f32 or bf16
   // Recipe of the routed expert GMMs; none: unquantized (config key
   // `quantization`: "", fp8_full or int8, parsed by parse_quantization).
@@ -207,6 +211,9 @@ struct GmmCall {
   // Scale granularity: "none" (unquantized), "row", "row+block:SIZE",
   // "column", "channel", "block:SIZE".
   std::string lhs_scales, rhs_scales;
+  // The output stage the kernels ran after the store: "" (none),
+  // "swiglu_forward" or "swiglu_backward" (raggemm/swiglu_stage.h).
+  std::string stage;
 };
 
 template <class T>

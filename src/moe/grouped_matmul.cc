@@ -47,9 +47,11 @@ std::string weight_of(const char* name) {
 // loops ran (the reference backend, T = double, or a matmul too narrow for a
 // tiled kernel).
 void annotate(Profiler::Scope& scope, const char* name, Pass pass,
-              const ResolvedPassConfig& config, const GroupedProblem& p, bool reference) {
+              const ResolvedPassConfig& config, const GroupedProblem& p, bool reference,
+              const char* stage = nullptr) {
   annotate_gmm(scope, pass, weight_of(name), reference ? nullptr : &config, p.m, p.k, p.n,
                p.weight_groups());
+  if (stage) scope.arg("stage", stage);
 }
 
 // ---------------------------------------------------------------------------
@@ -66,10 +68,11 @@ std::string weight_of(const MatmulContext& context, const char* name) {
 // `rhs_type` names it then.
 void log_call(const MatmulContext& context, const char* name, Pass pass, const char* kernel,
               const QuantGmmOptions* quant, const char* naive_type = nullptr,
-              const char* rhs_type = nullptr) {
+              const char* rhs_type = nullptr, const char* stage = nullptr) {
   if (!context.calls) return;
   GmmCall call;
   call.name = name;
+  if (stage) call.stage = stage;
   call.weight = weight_of(context, name);
   call.pass = pass;
   call.kernel = kernel;
@@ -242,10 +245,36 @@ QuantGmmOptions quant_options(const MatmulContext& context, Pass pass) {
 }
 
 
+// The buffers of a call's SwiGLU stage (raggemm/swiglu_stage.h), each
+// [M, out_cols]: forward reads gate and writes act; backward reads gate and
+// up and writes dgate and dup.
+struct StageBuffers {
+  const float* gate = nullptr;
+  const float* up = nullptr;
+  float* act = nullptr;
+  float* dgate = nullptr;
+  float* dup = nullptr;
+};
+
+// Sets the options' SwiGLU stage on `stage`'s buffers (none when null).
+void set_swiglu_stage(GmmOptions& options, const StageBuffers* stage, int64_t m,
+                      int64_t out_cols) {
+  if (!stage) return;
+  const Shape shape{m, out_cols};
+  const auto read = [&](const float* data) { return TensorView(DType::kF32, shape, data); };
+  const auto written = [&](float* data) { return TensorView(DType::kF32, shape, data); };
+  if (stage->act) {
+    options.swiglu_forward_stage = SwigluForwardStage{read(stage->gate), written(stage->act)};
+  } else {
+    options.swiglu_backward_stage = SwigluBackwardStage{
+        read(stage->gate), read(stage->up), written(stage->dgate), written(stage->dup)};
+  }
+}
+
 // The scope covers the op call only: casting to bf16 is glue, timed apart.
 void ops_gmm(const MatmulContext& context, const ResolvedPassConfig& config, Pass pass,
              const char* name, const GroupedProblem& p, const float* lhs, int64_t lhs_cols,
-             WeightRef w, float* out, bool swiglu) {
+             WeightRef w, float* out, bool swiglu, const StageBuffers* stage = nullptr) {
   const TensorView sizes(DType::kI32, Shape{p.groups}, p.group_sizes);
   GmmOptions options = gmm_options(config, pass);
   options.transpose_rhs = pass == Pass::kGradLhs;
@@ -254,6 +283,8 @@ void ops_gmm(const MatmulContext& context, const ResolvedPassConfig& config, Pas
   options.group_offset = p.group_offset;
   options.local_groups = p.local_groups;
   const int64_t out_cols = pass == Pass::kGradLhs ? p.k : (swiglu ? p.n / 2 : p.n);
+  set_swiglu_stage(options, stage, p.m, out_cols);
+  const char* stage_name = !stage ? nullptr : stage->act ? "swiglu_forward" : "swiglu_backward";
   if (context.quantization) {
     const TensorView lhs_view(DType::kF32, Shape{p.m, lhs_cols}, lhs);
     // The quantizer reads f32 and bf16 alike: a bf16 weight is quantized from its storage.
@@ -266,15 +297,16 @@ void ops_gmm(const MatmulContext& context, const ResolvedPassConfig& config, Pas
         pass == Pass::kForward ? std::max(quant.rhs_scaling.block_size, quant.lhs_k_block) : 0;
     if (k_block > 0 && config.source.k != PlanSource::kExplicit && options.tiles.k % k_block != 0)
       options.tiles.k = std::min(p.k, (options.tiles.k + k_block - 1) / k_block * k_block);
-    log_call(context, name, pass, kernel_label(options.kernel), &quant);
+    log_call(context, name, pass, kernel_label(options.kernel), &quant, nullptr, nullptr,
+             stage_name);
     auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
-    annotate(scope, name, pass, config, p, /*reference=*/false);
+    annotate(scope, name, pass, config, p, /*reference=*/false, stage_name);
     options.quantize = quant;  // the same op as unquantized, written in place
     gmm_into(lhs_view, w_view, sizes, TensorView(DType::kF32, Shape{p.m, out_cols}, out), options);
     return;
   }
   log_call(context, name, pass, kernel_label(options.kernel), nullptr, nullptr,
-           w.dtype == DType::kBF16 ? dtype_name(DType::kBF16) : nullptr);
+           w.dtype == DType::kBF16 ? dtype_name(DType::kBF16) : nullptr, stage_name);
   TensorView lhs_view, w_view;
   {
     auto cast_scope = profile(context.profiler, "cast_bf16", OpKind::kGlue);
@@ -287,7 +319,7 @@ void ops_gmm(const MatmulContext& context, const ResolvedPassConfig& config, Pas
                             Shape{p.weight_groups(), p.k, p.n}, 1, Source::kWeight);
   }
   auto scope = profile(context.profiler, name, context.kind, pass_flops(p));
-  annotate(scope, name, pass, config, p, /*reference=*/false);
+  annotate(scope, name, pass, config, p, /*reference=*/false, stage_name);
   gmm_into(lhs_view, w_view, sizes, TensorView(DType::kF32, Shape{p.m, out_cols}, out), options);
 }
 
@@ -394,6 +426,29 @@ void grouped_forward_swiglu(const MatmulContext& context, const ResolvedPassConf
   require(context.backend == MatmulBackend::kOps && !context.quantization, "fused_gate_up",
           "true", "the fused SwiGLU forward needs the unquantized ops backend");
   ops_gmm(context, config, Pass::kForward, name, p, x, p.k, w, out, true);
+}
+
+bool swiglu_stage_runs(const MatmulContext& context) {
+  return context.backend == MatmulBackend::kOps && context.kind == OpKind::kExpertGmm;
+}
+
+void grouped_forward_with_swiglu(const MatmulContext& context, const ResolvedPassConfig& config,
+                                 const char* name, const GroupedProblem& p, const float* x,
+                                 WeightRef w, const float* gate, float* up, float* act) {
+  require(swiglu_stage_runs(context), "backend", "reference",
+          "the SwiGLU stage runs in the ops' kernels (the layer takes the separate pass)");
+  const StageBuffers stage{gate, nullptr, act, nullptr, nullptr};
+  ops_gmm(context, config, Pass::kForward, name, p, x, p.k, w, up, false, &stage);
+}
+
+void grouped_grad_lhs_with_swiglu(const MatmulContext& context, const ResolvedPassConfig& config,
+                                  const char* name, const GroupedProblem& p, const float* dy,
+                                  WeightRef w, const float* gate, const float* up, float* dact,
+                                  float* dgate, float* dup) {
+  require(swiglu_stage_runs(context), "backend", "reference",
+          "the SwiGLU stage runs in the ops' kernels (the layer takes the separate pass)");
+  const StageBuffers stage{gate, up, nullptr, dgate, dup};
+  ops_gmm(context, config, Pass::kGradLhs, name, p, dy, p.n, w, dact, false, &stage);
 }
 
 template <>

@@ -97,6 +97,23 @@ void grouped_forward_swiglu(const MatmulContext& context, const ResolvedPassConf
                             const char* name, const GroupedProblem& problem, const float* x,
                             WeightRef w, float* out);
 
+// The unfused layer's SwiGLU run by the kernels' store stage
+// (raggemm/swiglu_stage.h), float on the ops backend (swiglu_stage_runs):
+// the same bits as the separate pass of moe/swiglu.h, on each output tile
+// while it is in cache and on the GMM's threads. Every buffer is [M, out
+// columns]; rows no local group covers come out zero.
+//   forward of the up weight: up = x @ w, act = silu(gate) * up;
+//   dlhs of the down weight:  dact = dy @ w^T, dgate and dup of SwiGLU's
+//   backward at (gate, up).
+bool swiglu_stage_runs(const MatmulContext& context);
+void grouped_forward_with_swiglu(const MatmulContext& context, const ResolvedPassConfig& config,
+                                 const char* name, const GroupedProblem& problem, const float* x,
+                                 WeightRef w, const float* gate, float* up, float* act);
+void grouped_grad_lhs_with_swiglu(const MatmulContext& context, const ResolvedPassConfig& config,
+                                  const char* name, const GroupedProblem& problem,
+                                  const float* dy, WeightRef w, const float* gate,
+                                  const float* up, float* dact, float* dgate, float* dup);
+
 // The rows the local groups cover (all groups when local_groups = -1).
 int64_t covered_rows(const GroupedProblem& problem);
 

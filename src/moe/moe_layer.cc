@@ -94,6 +94,15 @@ bool MoeLayer<T>::Impl::fused_swiglu_forward() const {
          !config.quantization && wi_passes[0].kernel == KernelVersion::kV2;
 }
 
+// Two gate/up weights: SwiGLU in the GMMs' store stage (grouped_matmul.h).
+// Its outputs come out zero on the rows no local group covers, the rows
+// [rows.begin, rows.end) leaves out, as zero_other_rows makes them.
+template <class T>
+bool MoeLayer<T>::Impl::swiglu_in_gmm() const {
+  if constexpr (!std::is_same_v<T, float>) return false;
+  return !config.fused_gate_up && config.swiglu_in_gmm && swiglu_stage_runs(experts);
+}
+
 template <class T>
 void MoeLayer<T>::Impl::prepare(int64_t nominal_rows) {
   if (nominal_rows == resolved_rows) return;
@@ -148,14 +157,55 @@ void MoeLayer<T>::Impl::experts_forward(const T* x_rows, T* ys) {
     h1.resize(static_cast<size_t>(m * f));
     grouped_forward<T>(experts, wi_passes[0], "moe/wi_0/fwd", problem(d, f), x_rows,
                        wi_0.weight(), h0.data());
-    grouped_forward<T>(experts, wi_passes[0], "moe/wi_1/fwd", problem(d, f), x_rows,
-                       wi_1.weight(), h1.data());
-    auto scope = profile(profiler, "moe/swiglu", OpKind::kGlue);
-    swiglu_forward(h0.data() + first * f, h1.data() + first * f, count, f, f,
-                   act.data() + first * f);
+    up_forward_and_swiglu(x_rows);
   }
   grouped_forward<T>(experts, wo_passes[0], "moe/wo/fwd", problem(f, d), act.data(),
                      wo.weight(), ys);
+}
+
+// h1 = x @ wi_1 and act = silu(h0) * h1: in wi_1's store stage, or as a
+// separate pass over the rows.
+template <class T>
+void MoeLayer<T>::Impl::up_forward_and_swiglu(const T* x_rows) {
+  const int64_t d = config.embed_dim, f = config.mlp_dim;
+  if constexpr (std::is_same_v<T, float>) {
+    if (swiglu_in_gmm()) {
+      grouped_forward_with_swiglu(experts, wi_passes[0], "moe/wi_1/fwd", problem(d, f), x_rows,
+                                  wi_1.weight(), h0.data(), h1.data(), act.data());
+      return;
+    }
+  }
+  grouped_forward<T>(experts, wi_passes[0], "moe/wi_1/fwd", problem(d, f), x_rows, wi_1.weight(),
+                     h1.data());
+  auto scope = profile(profiler, "moe/swiglu", OpKind::kGlue);
+  const int64_t first = rows.begin, count = rows.end - rows.begin;
+  swiglu_forward(h0.data() + first * f, h1.data() + first * f, count, f, f,
+                 act.data() + first * f);
+}
+
+// dact = dy @ wo^T and SwiGLU's backward into dh0, dh1: in wo's dlhs store
+// stage, or as a separate pass over the rows.
+template <class T>
+void MoeLayer<T>::Impl::down_grad_lhs_and_swiglu(const T* dys) {
+  const int64_t d = config.embed_dim, f = config.mlp_dim, m = rows.m;
+  dh0.resize(static_cast<size_t>(m * f));
+  dh1.resize(static_cast<size_t>(m * f));
+  if constexpr (std::is_same_v<T, float>) {
+    if (swiglu_in_gmm()) {
+      grouped_grad_lhs_with_swiglu(experts, wo_passes[1], "moe/wo/dlhs", problem(f, d), dys,
+                                   wo.weight(), h0.data(), h1.data(), dact.data(), dh0.data(),
+                                   dh1.data());
+      return;
+    }
+  }
+  grouped_grad_lhs<T>(experts, wo_passes[1], "moe/wo/dlhs", problem(f, d), dys, wo.weight(),
+                      dact.data());
+  zero_other_rows(dh0, f);
+  zero_other_rows(dh1, f);
+  auto scope = profile(profiler, "moe/swiglu_bwd", OpKind::kGlue);
+  const int64_t first = rows.begin, count = rows.end - rows.begin;
+  swiglu_backward(h0.data() + first * f, h1.data() + first * f, dact.data() + first * f, count, f,
+                  f, dh0.data() + first * f, dh1.data() + first * f);
 }
 
 template <class T>
@@ -165,9 +215,9 @@ void MoeLayer<T>::Impl::experts_backward(const T* dys, T* dx_rows) {
   grouped_grad_rhs<T>(experts, wo_passes[2], "moe/wo/drhs", problem(f, d), act.data(), dys,
                       wo.grad.data());
   dact.resize(static_cast<size_t>(m * f));
-  grouped_grad_lhs<T>(experts, wo_passes[1], "moe/wo/dlhs", problem(f, d), dys, wo.weight(),
-                      dact.data());
   if (config.fused_gate_up) {
+    grouped_grad_lhs<T>(experts, wo_passes[1], "moe/wo/dlhs", problem(f, d), dys, wo.weight(),
+                        dact.data());
     if (!h_kept) {
       h.resize(static_cast<size_t>(m * 2 * f));
       grouped_forward<T>(experts, wi_passes[0], "moe/wi/fwd_remat", problem(d, 2 * f), expert_xs,
@@ -187,15 +237,7 @@ void MoeLayer<T>::Impl::experts_backward(const T* dys, T* dx_rows) {
     grouped_grad_lhs<T>(experts, wi_passes[1], "moe/wi/dlhs", problem(d, 2 * f), dh.data(),
                         wi.weight(), dx_rows);
   } else {
-    dh0.resize(static_cast<size_t>(m * f));
-    dh1.resize(static_cast<size_t>(m * f));
-    zero_other_rows(dh0, f);
-    zero_other_rows(dh1, f);
-    {
-      auto scope = profile(profiler, "moe/swiglu_bwd", OpKind::kGlue);
-      swiglu_backward(h0.data() + first * f, h1.data() + first * f, dact.data() + first * f, count,
-                      f, f, dh0.data() + first * f, dh1.data() + first * f);
-    }
+    down_grad_lhs_and_swiglu(dys);
     grouped_grad_rhs<T>(experts, wi_passes[2], "moe/wi_0/drhs", problem(d, f), expert_xs,
                         dh0.data(), wi_0.grad.data());
     grouped_grad_rhs<T>(experts, wi_passes[2], "moe/wi_1/drhs", problem(d, f), expert_xs,

@@ -40,6 +40,7 @@ struct MoeLayer<T>::Impl {
   std::string name;  // the layer's parameter prefix; the "layer" arg of its trace slices
 
   bool fused_swiglu_forward() const;
+  bool swiglu_in_gmm() const;
   void prepare(int64_t rows);
   GroupedProblem problem(int64_t k, int64_t n) const {
     return GroupedProblem{rows.group_sizes,  rows.groups,      rows.m, k, n,
@@ -51,6 +52,10 @@ struct MoeLayer<T>::Impl {
   // keeping what backward needs (xs must outlive backward); and back.
   void experts_forward(const T* xs, T* ys);
   void experts_backward(const T* dys, T* dxs);
+  // The up projection with SwiGLU's forward, the down projection's dlhs
+  // with its backward (the unfused gate/up weights).
+  void up_forward_and_swiglu(const T* x_rows);
+  void down_grad_lhs_and_swiglu(const T* dys);
   // Zeroes the rows of `buffer` ([rows.m, width]) outside [rows.begin,
   // rows.end): the elementwise glue skips other ranks' rows (ring), and a
   // quantized tgmm's per-column scales must not see what they last held.

@@ -52,6 +52,8 @@ std::vector<ConfigKey> build_keys() {
       {"routed_scaling_factor", "1.0", "multiplies the routing weights"},
       {"load_balance_loss_weight", "0.01", "weight of the load-balancing loss"},
       {"fused_gate_up", "false", "one gate|up weight [E, embed, 2*mlp]; v2 fwd fuses SwiGLU"},
+      {"swiglu_in_gmm", "true",
+       "two gate/up weights: SwiGLU runs in the wi fwd and wo dlhs GMMs' store stage"},
       {"ici_data_parallelism", "1",
        "data-parallel replicas of the mesh (-1: what the other axes leave of mpirun -np)"},
       {"ici_fsdp_parallelism", "1",
@@ -660,6 +662,7 @@ TrainConfig resolve(const Settings& input) {
   m.router.load_balance_loss_weight = to_real(s, "load_balance_loss_weight", 0);
   m.shared_experts = to_int(s, "shared_experts", 0);
   m.fused_gate_up = to_bool(s, "fused_gate_up");
+  m.swiglu_in_gmm = to_bool(s, "swiglu_in_gmm");
   // The mesh axes: a size >= 1 or -1 (filled from the process count at
   // launch, resolve_mesh_shape); a fixed expert axis is checked here already.
   c.ici_data_parallelism = mesh_axis(s, "ici_data_parallelism");

@@ -70,6 +70,8 @@ const std::vector<std::string>& resume_harmless_keys() {
       "enable_goodput_recording", "eval_interval", "eval_steps",
       // Results do not depend on the thread count (DESIGN.md s.1).
       "threads",
+      // Where SwiGLU runs, not what it computes: the same bits either way.
+      "swiglu_in_gmm",
       // The switch itself.
       "allow_config_change_on_resume"};
   return keys;
