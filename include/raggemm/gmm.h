@@ -76,7 +76,8 @@ struct GmmOptions {
   // computes dact and writes SwiGLU's dgate and dup. The same bits as the
   // separate elementwise pass; every tensor f32 [M, N_out], contiguous, none
   // overlapping another or out; out f32 and not accumulated; not with
-  // fuse_swiglu or quantize. At most one of the two.
+  // fuse_swiglu. With quantize it runs on the recipe's f32 output. At most
+  // one of the two.
   std::optional<SwigluForwardStage> swiglu_forward_stage;
   std::optional<SwigluBackwardStage> swiglu_backward_stage;
 

@@ -1,6 +1,7 @@
 #include "ops/validate.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 
 #include "core/group_offsets.h"
@@ -251,41 +252,58 @@ bool overlap(const TensorView& a, const TensorView& b) {
 // (each thread's blocks read the others' untouched).
 void check_swiglu_stage(const backends::GmmSpec& s, const CallSettings& c) {
   if (!s.swiglu_forward_stage && !s.swiglu_backward_stage) return;
-  const std::string name =
-      s.swiglu_forward_stage ? "swiglu_forward_stage" : "swiglu_backward_stage";
+  const char* name = s.swiglu_forward_stage ? "swiglu_forward_stage" : "swiglu_backward_stage";
   if (s.swiglu_forward_stage && s.swiglu_backward_stage) {
-    fail("swiglu_backward_stage", "set", "at most one of swiglu_forward_stage and swiglu_backward_stage");
+    fail("swiglu_backward_stage", "set",
+         "at most one of swiglu_forward_stage and swiglu_backward_stage");
   }
   if (s.fuse_swiglu) fail(name, "set", "not with fuse_swiglu (that stage already applies SwiGLU)");
   if (c.out_dtype != DType::kF32) {
-    fail("out_dtype", dtype_name(c.out_dtype), name + " reads the f32 output: out_dtype must be f32");
+    fail("out_dtype", dtype_name(c.out_dtype),
+         std::string(name) + " reads the f32 output: out_dtype must be f32");
   }
-  if (s.accumulate) fail("accumulate", "true", name + " needs the output overwritten, not accumulated");
-  std::vector<std::pair<const TensorView*, std::string>> read, written;
+  if (s.accumulate) {
+    fail("accumulate", "true", std::string(name) + " needs the output overwritten");
+  }
+  struct Named {
+    const TensorView* view;
+    const char* argument;
+  };
+  std::array<Named, 2> read{}, written{};
+  size_t reads = 1, writes = 1;
   if (const auto& f = s.swiglu_forward_stage) {
-    read = {{&f->gate, name + ".gate"}};
-    written = {{&f->act, name + ".act"}};
+    read[0] = {&f->gate, "swiglu_forward_stage.gate"};
+    written[0] = {&f->act, "swiglu_forward_stage.act"};
   } else {
     const SwigluBackwardStage& b = *s.swiglu_backward_stage;
-    read = {{&b.gate, name + ".gate"}, {&b.up, name + ".up"}};
-    written = {{&b.dgate, name + ".dgate"}, {&b.dup, name + ".dup"}};
+    read = {Named{&b.gate, "swiglu_backward_stage.gate"}, Named{&b.up, "swiglu_backward_stage.up"}};
+    written = {Named{&b.dgate, "swiglu_backward_stage.dgate"},
+               Named{&b.dup, "swiglu_backward_stage.dup"}};
+    reads = writes = 2;
   }
-  for (const auto& list : {read, written}) {
-    for (const auto& [view, argument] : list) {
-      check_tensor(*view, argument, 2, {DType::kF32});
-      check_dim(*view, argument, 0, s.m, "rows of lhs");
-      check_dim(*view, argument, 1, s.out_cols, "output columns");
+  for (const auto& [list, count] : {std::pair{&read, reads}, std::pair{&written, writes}}) {
+    for (size_t i = 0; i < count; ++i) {
+      const Named& t = (*list)[i];
+      check_tensor(*t.view, t.argument, 2, {DType::kF32});
+      check_dim(*t.view, t.argument, 0, s.m, "rows of lhs");
+      check_dim(*t.view, t.argument, 1, s.out_cols, "output columns");
     }
   }
-  for (size_t i = 0; i < written.size(); ++i) {
-    const auto& [view, argument] = written[i];
-    if (overlap(*view, s.out)) fail(argument, "overlaps out", "the stage's outputs must not overlap out");
-    for (const auto& [other, other_argument] : read) {
-      if (overlap(*view, *other)) fail(argument, "overlaps " + other_argument, "the stage's outputs must not overlap its inputs");
+  for (size_t i = 0; i < writes; ++i) {
+    const Named& w = written[i];
+    if (overlap(*w.view, s.out)) {
+      fail(w.argument, "overlaps out", "the stage's outputs must not overlap out");
     }
-    for (size_t j = i + 1; j < written.size(); ++j) {
-      if (overlap(*view, *written[j].first)) {
-        fail(argument, "overlaps " + written[j].second, "the stage's outputs must not overlap each other");
+    for (size_t j = 0; j < reads; ++j) {
+      if (overlap(*w.view, *read[j].view)) {
+        fail(w.argument, std::string("overlaps ") + read[j].argument,
+             "the stage's outputs must not overlap its inputs");
+      }
+    }
+    for (size_t j = i + 1; j < writes; ++j) {
+      if (overlap(*w.view, *written[j].view)) {
+        fail(w.argument, std::string("overlaps ") + written[j].argument,
+             "the stage's outputs must not overlap each other");
       }
     }
   }
