@@ -28,6 +28,7 @@
 namespace raggemm {
 namespace {
 
+using testing::poisoned;
 using testing::sizes_tensor;
 
 enum class Pass { kFwd, kDlhs, kDrhs };
@@ -84,12 +85,6 @@ Tensor widened(const Tensor& t) {
   Tensor f(DType::kF32, t.shape());
   for (int64_t i = 0; i < t.numel(); ++i) f.as<float>()[i] = bf16_to_f32(t.as<uint16_t>()[i]);
   return f;
-}
-
-Tensor poisoned(const Shape& shape) {
-  Tensor out(DType::kF32, shape);
-  std::fill_n(out.as<float>(), out.numel(), std::numeric_limits<float>::quiet_NaN());
-  return out;
 }
 
 struct Operands {

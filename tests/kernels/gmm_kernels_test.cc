@@ -19,6 +19,7 @@ namespace raggemm {
 namespace {
 
 using testing::max_scaled_error;
+using testing::poisoned;
 using testing::random_tensor;
 using testing::sizes_tensor;
 
@@ -40,16 +41,6 @@ bool rows_past_sum_are_zero(const Tensor& out, const std::vector<int64_t>& sizes
     if (out.as<float>()[i] != 0.0f) return false;
   }
   return true;
-}
-
-// An output buffer of quiet NaNs: the ops write into it (gmm_into,
-// tgmm_into), so any element a kernel fails to write (an empty group's
-// zeros, rows past sum(sizes)) shows as NaN instead of passing as a
-// freshly allocated zero.
-Tensor poisoned(const Shape& shape) {
-  Tensor out(DType::kF32, shape);
-  std::fill_n(out.as<float>(), out.numel(), std::numeric_limits<float>::quiet_NaN());
-  return out;
 }
 
 // Runs one pass with the given kernel and dtype, compares with the reference.

@@ -32,6 +32,7 @@
 namespace raggemm {
 namespace {
 
+using testing::poisoned;
 using testing::random_tensor;
 using testing::sizes_tensor;
 
@@ -98,17 +99,6 @@ std::vector<Path> tgmm_paths() {
 int64_t groups_of(const Case& c) { return static_cast<int64_t>(c.sizes.size()); }
 int64_t local_of(const Case& c) { return c.local_groups < 0 ? groups_of(c) : c.local_groups; }
 
-// A tensor every element of which a driver must overwrite.
-Tensor poisoned(DType dtype, const Shape& shape) {
-  Tensor t(dtype, shape);
-  if (dtype == DType::kF32) {
-    std::fill_n(t.as<float>(), t.numel(), std::nanf(""));
-  } else {
-    std::fill_n(t.as<uint16_t>(), t.numel(), uint16_t{0x7fc1});
-  }
-  return t;
-}
-
 struct GmmInputs {
   Tensor lhs, rhs, row_scale, col_scale, col_bias;
 };
@@ -148,7 +138,7 @@ Tensor run_gmm(const Case& c, const Path& path, bool transpose, DType out_dtype,
   const GmmInputs x = gmm_inputs(c, path, transpose);
   const GmmOptions o = gmm_options(c, path, x, transpose, out_dtype, threads);
   EXPECT_TRUE(kernels::force_bf16_microkernel(path.bf16_kernel)) << path.bf16_kernel;
-  Tensor out = poisoned(out_dtype, {c.m, path.swiglu ? c.n / 2 : c.n});
+  Tensor out = poisoned({c.m, path.swiglu ? c.n / 2 : c.n}, out_dtype);
   gmm_into(x.lhs, x.rhs, sizes_tensor(c.sizes), out, o);
   kernels::force_bf16_microkernel("");
   return out;
@@ -186,7 +176,7 @@ void run_tgmm_into(const Case& c, const Path& path, const TensorView& out, bool 
 }
 
 Tensor run_tgmm(const Case& c, const Path& path, DType out_dtype, int threads = 2) {
-  Tensor out = poisoned(out_dtype, {local_of(c), c.k, c.n});
+  Tensor out = poisoned({local_of(c), c.k, c.n}, out_dtype);
   run_tgmm_into(c, path, out, false, threads);
   return out;
 }
@@ -300,7 +290,7 @@ TEST(GmmOutput, TgmmIntoAMisalignedOutputIsTheAlignedOnesBits) {
         const Tensor aligned = run_tgmm(c, path, dtype);
         const int64_t elem = static_cast<int64_t>(dtype_size(dtype));
         for (int64_t offset = 1; offset < 64 / elem; ++offset) {
-          const Tensor storage = poisoned(dtype, {count + 64 / elem});
+          const Tensor storage = poisoned({count + 64 / elem}, dtype);
           const TensorView view(dtype, {local_of(c), c.k, c.n},
                                 static_cast<char*>(storage.data()) + offset * elem);
           run_tgmm_into(c, path, view, false);
@@ -515,22 +505,22 @@ TEST(GmmOutput, BadOutputSettingsAreRefusedBeforeAnyWrite) {
   const Tensor gs = sizes_tensor(c.sizes);
   // out is bf16 but out_dtype says f32, and the other way round.
   GmmOptions o = gmm_options(c, path, x, false, DType::kF32, 2);
-  Tensor out = poisoned(DType::kBF16, {c.m, c.n});
+  Tensor out = poisoned({c.m, c.n}, DType::kBF16);
   const Tensor before = copy_of(out);
   expect_refused([&] { gmm_into(x.lhs, x.rhs, gs, out, o); }, "out", "bf16");
   expect_bitwise_equal(out, before, "gmm_into refused");
   o.out_dtype = DType::kBF16;
-  Tensor out32 = poisoned(DType::kF32, {c.m, c.n});
+  Tensor out32 = poisoned({c.m, c.n}, DType::kF32);
   expect_refused([&] { gmm_into(x.lhs, x.rhs, gs, out32, o); }, "out",
                  "must match out_dtype = bf16");
   o.out_dtype = DType::kF16;
   expect_refused([&] { gmm(x.lhs, x.rhs, gs, o); }, "out_dtype", "f16");
-  Tensor out16 = poisoned(DType::kF16, {c.m, c.n});
+  Tensor out16 = poisoned({c.m, c.n}, DType::kF16);
   expect_refused([&] { gmm_into(x.lhs, x.rhs, gs, out16, o); }, "out_dtype", "f16");
 
   const TgmmInputs t = tgmm_inputs(c, path);
   TgmmOptions to = tgmm_options(c, path, DType::kBF16, true, 2);
-  Tensor tout = poisoned(DType::kF32, {local_of(c), c.k, c.n});
+  Tensor tout = poisoned({local_of(c), c.k, c.n}, DType::kF32);
   const Tensor tbefore = copy_of(tout);
   expect_refused([&] { tgmm_into(t.lhs, t.dout, gs, tout, to); }, "out", "f32");
   expect_bitwise_equal(tout, tbefore, "tgmm_into refused");

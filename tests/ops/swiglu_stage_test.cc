@@ -29,6 +29,7 @@
 namespace raggemm {
 namespace {
 
+using testing::poisoned;
 using testing::random_tensor;
 using testing::sizes_tensor;
 
@@ -95,12 +96,6 @@ std::vector<Path> paths() {
 
 int64_t local_of(const Case& c) {
   return c.local_groups < 0 ? static_cast<int64_t>(c.sizes.size()) : c.local_groups;
-}
-
-Tensor poisoned(const Shape& shape) {
-  Tensor t(DType::kF32, shape);
-  std::fill_n(t.as<float>(), t.numel(), std::nanf(""));
-  return t;
 }
 
 Tensor copy_of(const Tensor& t) {

@@ -2,6 +2,7 @@
 // public tensor types, and error bounds scaled by the contraction length.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -24,6 +25,20 @@ inline Tensor random_tensor(Shape shape, DType dtype, uint32_t seed) {
     if (dtype == DType::kF32) t.as<float>()[i] = v;
     if (dtype == DType::kBF16) t.as<uint16_t>()[i] = f32_to_bf16(v);
     if (dtype == DType::kF16) t.as<uint16_t>()[i] = f32_to_f16(v);
+  }
+  return t;
+}
+
+// An output buffer every element of which the op must overwrite: quiet
+// NaNs (f32), or a quiet-NaN pattern (16-bit types), so an element a kernel
+// fails to write (an empty group's zeros, rows past sum(sizes)) shows
+// instead of passing as a freshly allocated zero.
+inline Tensor poisoned(const Shape& shape, DType dtype = DType::kF32) {
+  Tensor t(dtype, shape);
+  if (dtype == DType::kF32) {
+    std::fill_n(t.as<float>(), t.numel(), std::nanf(""));
+  } else {
+    std::fill_n(t.as<uint16_t>(), t.numel(), uint16_t{0x7fc1});
   }
   return t;
 }
