@@ -6,6 +6,7 @@
 #include <array>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -245,36 +246,12 @@ QuantGmmOptions quant_options(const MatmulContext& context, Pass pass) {
 }
 
 
-// The buffers of a call's SwiGLU stage (raggemm/swiglu_stage.h), each
-// [M, out_cols]: forward reads gate and writes act; backward reads gate and
-// up and writes dgate and dup.
-struct StageBuffers {
-  const float* gate = nullptr;
-  const float* up = nullptr;
-  float* act = nullptr;
-  float* dgate = nullptr;
-  float* dup = nullptr;
-};
-
-// Sets the options' SwiGLU stage on `stage`'s buffers (none when null).
-void set_swiglu_stage(GmmOptions& options, const StageBuffers* stage, int64_t m,
-                      int64_t out_cols) {
-  if (!stage) return;
-  const Shape shape{m, out_cols};
-  const auto read = [&](const float* data) { return TensorView(DType::kF32, shape, data); };
-  const auto written = [&](float* data) { return TensorView(DType::kF32, shape, data); };
-  if (stage->act) {
-    options.swiglu_forward_stage = SwigluForwardStage{read(stage->gate), written(stage->act)};
-  } else {
-    options.swiglu_backward_stage = SwigluBackwardStage{
-        read(stage->gate), read(stage->up), written(stage->dgate), written(stage->dup)};
-  }
-}
-
 // The scope covers the op call only: casting to bf16 is glue, timed apart.
 void ops_gmm(const MatmulContext& context, const ResolvedPassConfig& config, Pass pass,
              const char* name, const GroupedProblem& p, const float* lhs, int64_t lhs_cols,
-             WeightRef w, float* out, bool swiglu, const StageBuffers* stage = nullptr) {
+             WeightRef w, float* out, bool swiglu,
+             const std::optional<SwigluForwardStage>& forward_stage = std::nullopt,
+             const std::optional<SwigluBackwardStage>& backward_stage = std::nullopt) {
   const TensorView sizes(DType::kI32, Shape{p.groups}, p.group_sizes);
   GmmOptions options = gmm_options(config, pass);
   options.transpose_rhs = pass == Pass::kGradLhs;
@@ -283,8 +260,11 @@ void ops_gmm(const MatmulContext& context, const ResolvedPassConfig& config, Pas
   options.group_offset = p.group_offset;
   options.local_groups = p.local_groups;
   const int64_t out_cols = pass == Pass::kGradLhs ? p.k : (swiglu ? p.n / 2 : p.n);
-  set_swiglu_stage(options, stage, p.m, out_cols);
-  const char* stage_name = !stage ? nullptr : stage->act ? "swiglu_forward" : "swiglu_backward";
+  options.swiglu_forward_stage = forward_stage;
+  options.swiglu_backward_stage = backward_stage;
+  const char* stage_name = forward_stage    ? "swiglu_forward"
+                           : backward_stage ? "swiglu_backward"
+                                            : nullptr;
   if (context.quantization) {
     const TensorView lhs_view(DType::kF32, Shape{p.m, lhs_cols}, lhs);
     // The quantizer reads f32 and bf16 alike: a bf16 weight is quantized from its storage.
@@ -432,23 +412,38 @@ bool swiglu_stage_runs(const MatmulContext& context) {
   return context.backend == MatmulBackend::kOps && context.kind == OpKind::kExpertGmm;
 }
 
+namespace {
+
+void require_swiglu_stage_runs(const MatmulContext& context) {
+  require(swiglu_stage_runs(context), "swiglu_in_gmm", "true",
+          "the SwiGLU stage runs in the ops backend's expert GMMs (the layer takes the separate "
+          "pass elsewhere)");
+}
+
+// A stage buffer: f32 [rows, cols].
+TensorView f32_matrix(const float* data, int64_t rows, int64_t cols) {
+  return TensorView(DType::kF32, Shape{rows, cols}, data);
+}
+
+}  // namespace
+
 void grouped_forward_with_swiglu(const MatmulContext& context, const ResolvedPassConfig& config,
                                  const char* name, const GroupedProblem& p, const float* x,
                                  WeightRef w, const float* gate, float* up, float* act) {
-  require(swiglu_stage_runs(context), "backend", "reference",
-          "the SwiGLU stage runs in the ops' kernels (the layer takes the separate pass)");
-  const StageBuffers stage{gate, nullptr, act, nullptr, nullptr};
-  ops_gmm(context, config, Pass::kForward, name, p, x, p.k, w, up, false, &stage);
+  require_swiglu_stage_runs(context);
+  const SwigluForwardStage stage{f32_matrix(gate, p.m, p.n), f32_matrix(act, p.m, p.n)};
+  ops_gmm(context, config, Pass::kForward, name, p, x, p.k, w, up, false, stage);
 }
 
 void grouped_grad_lhs_with_swiglu(const MatmulContext& context, const ResolvedPassConfig& config,
                                   const char* name, const GroupedProblem& p, const float* dy,
                                   WeightRef w, const float* gate, const float* up, float* dact,
                                   float* dgate, float* dup) {
-  require(swiglu_stage_runs(context), "backend", "reference",
-          "the SwiGLU stage runs in the ops' kernels (the layer takes the separate pass)");
-  const StageBuffers stage{gate, up, nullptr, dgate, dup};
-  ops_gmm(context, config, Pass::kGradLhs, name, p, dy, p.n, w, dact, false, &stage);
+  require_swiglu_stage_runs(context);
+  // dlhs writes [M, K] (the weight's rows).
+  const SwigluBackwardStage stage{f32_matrix(gate, p.m, p.k), f32_matrix(up, p.m, p.k),
+                                  f32_matrix(dgate, p.m, p.k), f32_matrix(dup, p.m, p.k)};
+  ops_gmm(context, config, Pass::kGradLhs, name, p, dy, p.n, w, dact, false, std::nullopt, stage);
 }
 
 template <>
