@@ -41,9 +41,10 @@ struct Epilogue {
 
 // The SwiGLU stage of a gmm with a plain f32 output (include/raggemm/
 // swiglu_stage.h): run on each output tile once it is stored, by every gmm
-// policy's finish, v1's and v2's (kernels/swiglu_stage.h). Every array is [M, out_cols] with the output's
-// row stride. Forward: act from gate and the output (up). Backward: dgate
-// and dup from gate, up and the output (dact).
+// policy's finish, v1's and v2's (kernels/swiglu_stage.h). Every array is
+// [M, out_cols] with the output's row stride. Forward: act from gate and
+// the output (up). Backward: dgate and dup from gate, up and the output
+// (dact).
 struct SwigluStage {
   enum class Kind { kNone, kForward, kBackward };
   Kind kind = Kind::kNone;
