@@ -1,8 +1,10 @@
 // The heuristic held against recorded machine models (tests/tune/machines/:
-// the Zen 3 of ../shared/measurements/zen3-avx2, this project's Zen 5, a
-// 32 KiB / 1 MiB / 1.375 MiB-per-core Skylake-X-like one, and the Intel Xeon
-// of docs/performance.md's model 167 section: 48 KiB / 2 MiB and a host's
-// 480 MiB L3 as a 2-vCPU guest sees it): on every shape
+// the Zen 3 of ../shared/measurements/zen3-avx2, the Zen 4 of
+// docs/performance.md's family 25 model 17 section (32 KiB / 1 MiB),
+// this project's Zen 5, a 32 KiB / 1 MiB / 1.375 MiB-per-core
+// Skylake-X-like one, and the Intel Xeon of docs/performance.md's model 167
+// section: 48 KiB / 2 MiB and a host's 480 MiB L3 as a 2-vCPU guest sees
+// it): on every shape
 // of the benchmark table and the held-out MoE shapes, for every pass and
 // both kernel generations, the working sets it plans fit the caches of the
 // machine it plans for. Plus the model's own parsing of sysfs text.
@@ -123,8 +125,8 @@ TEST_P(RecordedMachine, PlannedWorkingSetsFitTheCaches) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Machines, RecordedMachine,
-                         ::testing::Values("zen3-avx2", "zen5-avx512", "skylakex-like",
-                                           "xeon-amx-avx512"),
+                         ::testing::Values("zen3-avx2", "zen4-avx512", "zen5-avx512",
+                                           "skylakex-like", "xeon-amx-avx512"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
