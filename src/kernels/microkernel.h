@@ -59,12 +59,27 @@ using PackingMicrokernelFn = void (*)(int64_t kc, const float* a, const float* b
                                       int rows, Store store, const float* prefetch,
                                       const PrefetchStream* stream);
 
+// The same product for A read from its f32 source rows, a[i * lda + p]
+// (lda > 0), rather than a packed micro-panel: dlhs of a small group
+// multiplies the weight's rows this way, unpacked
+// (kernels/dlhs_weight_rows.h). B is a packed micro-panel (nr floats a
+// step) of which the first `cols` columns count: the tile is one vector
+// wide where cols fits in one, else two, and writes whole vectors of C
+// (the caller's C rows have room for them; columns past cols hold the
+// padding's products). prefetch: the first of the `rows` rows (lda apart)
+// a later call reads at the same steps, or null. Same per-element
+// sequence, so the same bits as packing A first.
+using StridedAMicrokernelFn = void (*)(int64_t kc, const float* a, int64_t lda, const float* b,
+                                       float* c, int64_t ldc, int rows, int cols, Store store,
+                                       const float* prefetch);
+
 struct Microkernel {
   int mr = 0;              // rows of the register tile (A micro-panel height)
   int nr = 0;              // columns (B micro-panel width), a multiple of the vector
   const char* target = ""; // Highway target name, e.g. "AVX3", "AVX2", "EMU128"
   MicrokernelFn run = nullptr;
   PackingMicrokernelFn run_packing_b = nullptr;
+  StridedAMicrokernelFn run_strided_a = nullptr;
 };
 
 // The microkernel for the best target this CPU supports (honouring

@@ -202,6 +202,60 @@ TEST(MicrokernelContract, PackingBFromSourceRowsMatchesPackThenRunEveryTarget) {
   on_every_f32_target([](const Microkernel& uk, int64_t) { check_packing_kernel(uk); });
 }
 
+// run_strided_a: A read from source rows lda floats apart (off a vector
+// boundary; the last row ends at the end of its allocation, so a read past
+// a row's kc values is out of bounds under ASan) gives C the bits run gives
+// on the packed A panel, for every rows, store and B width: a tile of one
+// vector writes that whole vector of C and nothing past it, one of two
+// vectors writes exactly nr columns.
+void check_strided_a_kernel(const Microkernel& uk) {
+  ASSERT_NE(uk.run_strided_a, nullptr) << uk.target;
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int lanes = uk.nr / 2;
+  for (int64_t kc : std::vector<int64_t>{0, 1, 7, lanes + 1, 64}) {
+    for (int rows = 1; rows <= uk.mr; ++rows) {
+      const int64_t lda = kc + 21, offset = 3;
+      std::vector<float> source(static_cast<size_t>(offset + (rows - 1) * lda + kc));
+      for (float& x : source) x = normal(rng);
+      Aligned<float> a(static_cast<size_t>(kc * uk.mr) + 1), b(static_cast<size_t>(kc * uk.nr) + 1);
+      for (int64_t p = 0; p < kc; ++p) {
+        for (int i = 0; i < uk.mr; ++i) {
+          a.data[p * uk.mr + i] = i < rows ? source[static_cast<size_t>(offset + i * lda + p)] : 0;
+        }
+        for (int j = 0; j < uk.nr; ++j) b.data[p * uk.nr + j] = normal(rng);
+      }
+      for (int cols : {1, lanes - 1, lanes, lanes + 1, uk.nr}) {
+        if (cols < 1) continue;
+        const int written = cols <= lanes ? lanes : uk.nr;
+        for (Store store : {Store::kOverwrite, Store::kAccumulate, Store::kStream}) {
+          const int64_t ldc = uk.nr + 5;
+          const size_t c_size = static_cast<size_t>((uk.mr + 1) * ldc);
+          Aligned<float> want(c_size), got(c_size);
+          for (size_t e = 0; e < c_size; ++e) {
+            const bool inside = e / ldc < static_cast<size_t>(rows) && e % ldc < size_t(written);
+            want.data[e] = got.data[e] = inside ? normal(rng) : kSentinel;
+          }
+          uk.run(kc, a.data, b.data, want.data, ldc, rows, written, store, nullptr, nullptr);
+          const float* next = source.data() + offset;  // a prefetch hint only
+          uk.run_strided_a(kc, source.data() + offset, lda, b.data, got.data, ldc, rows, cols,
+                           store, next);
+          hwy::FlushStream();
+          for (size_t e = 0; e < c_size; ++e) {
+            ASSERT_EQ(bits(got.data[e]), bits(want.data[e]))
+                << uk.target << " C element " << e << " kc " << kc << " rows " << rows << " cols "
+                << cols << " store " << static_cast<int>(store);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(MicrokernelContract, StridedAFromSourceRowsMatchesPackThenRunEveryTarget) {
+  on_every_f32_target([](const Microkernel& uk, int64_t) { check_strided_a_kernel(uk); });
+}
+
 // bf16: normal-range inputs, so no subnormal arises and daz/ftz are moot:
 // the chain is acc = fma(A(2p+1), B(2p+1), acc); acc = fma(A(2p), B(2p), acc).
 TEST(MicrokernelContract, Bf16EveryKernelEveryEdgeEveryStore) {
