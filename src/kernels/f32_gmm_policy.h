@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/dlhs_weight_rows.h"
 #include "kernels/epilogue.h"
 #include "kernels/gmm_driver.h"
 #include "kernels/gmm_kernel.h"
@@ -63,6 +64,9 @@ struct F32GmmPolicy {
   // Whether a deferrable chunk is packed by the microkernel: asked for, and
   // the weight allows it (b_packing_choice.h decides the asking).
   bool b_in_microkernel;
+  // Items of at most this many rows run dlhs from the weight's rows
+  // (dlhs_weight_rows.h); 0: none (v1, and problems it cannot take).
+  int64_t weight_rows_max_rows = 0;
 
   F32GmmPolicy(const GmmProblem& problem, const Schedule& s, const Microkernel& kernel,
                int64_t chunk_cols, bool b_packed_in_microkernel = false)
@@ -76,6 +80,12 @@ struct F32GmmPolicy {
         depth(s.input_buffer_count - 1),
         b_in_microkernel(b_packed_in_microkernel &&
                          weight_packable_in_microkernel(problem, kernel)) {}
+
+  bool ran_item_itself(const GroupItem& item) const {
+    if (item.rows() > weight_rows_max_rows) return false;
+    run_dlhs_weight_rows_item(p, uk, kc, item);
+    return true;
+  }
 
   bool swiglu() const { return p.epilogue.swiglu; }
   bool one_tile(const GroupItem& item) const { return item.rows() <= tm; }
@@ -172,8 +182,10 @@ struct F32GmmPolicy {
 
 // gmm v2 on the f32 microkernel `uk`, with the small items' B chunks packed
 // inside the microkernel or by pack_b (gmm_v2 asks b_packing_choice.h which;
-// the probe and the tests choose).
+// the probe and the tests choose), and dlhs's small items from the weight's
+// rows where the problem allows it (dlhs_weight_rows.h; the tests run both
+// ways).
 void gmm_v2_f32(const GmmProblem& p, const Schedule& s, const Microkernel& uk,
-                bool b_in_microkernel);
+                bool b_in_microkernel, bool dlhs_from_weight_rows = true);
 
 }  // namespace raggemm::kernels

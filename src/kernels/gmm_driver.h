@@ -206,8 +206,13 @@ void run_k_outer_item(const Policy& policy, const GroupItem& item) {
   policy.finish(item, item.col_begin, width, acc, acc_ld);
 }
 
+// A policy may run some items another way (F32GmmPolicy: dlhs of a small
+// group from the weight's rows, kernels/dlhs_weight_rows.h).
 template <class Policy>
 void run_driver_item(const Policy& policy, const GroupItem& item) {
+  if constexpr (requires { policy.ran_item_itself(item); }) {
+    if (policy.ran_item_itself(item)) return;
+  }
   if constexpr (Policy::kKOuter) {
     run_k_outer_item(policy, item);
   } else {

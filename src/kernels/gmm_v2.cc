@@ -32,13 +32,16 @@ void gmm_v2(const GmmProblem& p, const Schedule& s) {
 }
 
 void gmm_v2_f32(const GmmProblem& p, const Schedule& s, const Microkernel& uk,
-                bool b_in_microkernel) {
-  const int64_t chunk_cols = b_chunk_cols(this_machine_model(s.threads).caches.l2, s.tiles.k,
-                                          uk.nr, /*streamed_by_rows=*/!p.transpose_rhs);
+                bool b_in_microkernel, bool dlhs_from_weight_rows) {
+  const int64_t l2 = this_machine_model(s.threads).caches.l2;
+  const int64_t chunk_cols =
+      b_chunk_cols(l2, s.tiles.k, uk.nr, /*streamed_by_rows=*/!p.transpose_rhs);
   const DriverItems d{p.starts, p.group_offset, p.local_groups, p.m, p.out_cols(),
                       s.tiles.m * kRowTilesPerItem, s.tiles.n, /*row_overhead=*/0};
   zero_swiglu_stage_uncovered(p);
-  run_driver(F32GmmPolicy(p, s, uk, chunk_cols, b_in_microkernel), d, p.output(), s.threads);
+  F32GmmPolicy policy(p, s, uk, chunk_cols, b_in_microkernel);
+  if (dlhs_from_weight_rows) policy.weight_rows_max_rows = dlhs_weight_rows_max_rows(p, uk, l2);
+  run_driver(policy, d, p.output(), s.threads);
 }
 
 }  // namespace raggemm::kernels
