@@ -35,8 +35,8 @@ constexpr int kMR = kMaxLanes >= 16 ? 12 : 6;
 // run into a small row-major block, a vector load and store per row, and
 // the steps broadcast from there: broadcast straight from rows whose stride
 // is a multiple of 4 KiB (a 1024-float weight), the 12 lines in use at once
-// fall in one L1 set of 8 or 12 ways and evict one another before their 16
-// reads are done (perf, Zen 4: that tile ran at 0.55x the packed one's rate).
+// fall in one L1 set of 8 or 12 ways and can evict one another before
+// their 16 reads are done; the copy reads each line once.
 // kOneVector: the tile is R x one vector (cols <= N), for a narrow last B
 // micro-panel of the strided-A path, whose padding would otherwise cost as
 // many FMAs as the valid columns (a group of 33 tokens padded to 64).
