@@ -17,7 +17,9 @@
 #include "core/float_bits.h"
 #include "kernels/f32_gmm_policy.h"
 #include "kernels/machine_model.h"
+#include "kernels/reference.h"
 #include "support/every_target.h"
+#include "support/gmm_case.h"
 
 namespace raggemm::kernels {
 namespace {
@@ -25,8 +27,8 @@ namespace {
 enum class Out { kF32, kF32Accumulate, kBF16 };
 
 struct DlhsCase {
-  int64_t m, k, n;              // dout [m, k], weight [G, n, k], out [m, n]
-  std::vector<int64_t> sizes;   // may hold empty groups and sum to less than m
+  int64_t m, k, n;             // dout [m, k], weight [G, n, k], out [m, n]
+  std::vector<int64_t> sizes;  // may hold empty groups and sum to less than m
   Tiles tiles;
 };
 
@@ -53,8 +55,7 @@ GmmProblem problem(const DlhsCase& c, const Inputs& in, bool bf16_dout,
 // The output as f32 values, one way or the other.
 std::vector<float> run(const DlhsCase& c, const Inputs& in, bool bf16_dout, Out kind,
                        bool from_weight_rows) {
-  std::vector<int64_t> starts{0};
-  for (int64_t s : c.sizes) starts.push_back(starts.back() + s);
+  const std::vector<int64_t> starts = testing::starts_of(c.sizes);
   GmmProblem p = problem(c, in, bf16_dout, starts);
   std::vector<float> out = in.initial;
   std::vector<uint16_t> out_bf16(out.size(), 0x7fc0);  // NaN where nothing is written
@@ -87,8 +88,7 @@ TEST(DlhsWeightRows, SameBitsAsThePackedPathOnEveryTarget) {
   std::mt19937 rng(11);
   std::normal_distribution<float> normal;
   for (const DlhsCase& c : cases) {
-    std::vector<int64_t> starts{0};
-    for (int64_t s : c.sizes) starts.push_back(starts.back() + s);
+    const std::vector<int64_t> starts = testing::starts_of(c.sizes);
     Inputs in;
     in.dout.resize(static_cast<size_t>(c.m * c.k));
     for (float& v : in.dout) {
@@ -100,9 +100,16 @@ TEST(DlhsWeightRows, SameBitsAsThePackedPathOnEveryTarget) {
     for (float& v : in.weight) v = normal(rng);
     in.initial.resize(static_cast<size_t>(c.m * c.n));
     for (float& v : in.initial) v = normal(rng);
-    const int64_t max_rows =
-        dlhs_weight_rows_max_rows(problem(c, in, false, starts), uk, this_machine_model(2).caches.l2);
+    const int64_t l2 = this_machine_model(2).caches.l2;
+    const int64_t max_rows = dlhs_weight_rows_max_rows(problem(c, in, false, starts), uk, l2);
     ASSERT_GE(max_rows, 64) << "the groups would not take the path on this machine";
+    // The oracle (f64 sums): initial + dout_g @ W_g^T on the groups' rows.
+    // The bf16 dout holds the same values, so one answer serves both.
+    std::vector<float> oracle = in.initial;
+    GmmProblem reference = problem(c, in, false, starts);
+    reference.out = oracle.data();
+    reference.accumulate = true;
+    reference_gmm(reference);
     for (bool bf16_dout : {false, true}) {
       for (Out kind : {Out::kF32, Out::kF32Accumulate, Out::kBF16}) {
         SCOPED_TRACE(::testing::Message() << "n " << c.n << " bf16 dout " << bf16_dout
@@ -112,17 +119,12 @@ TEST(DlhsWeightRows, SameBitsAsThePackedPathOnEveryTarget) {
           const std::vector<float> packed = run(c, in, bf16_dout, kind, false);
           ASSERT_EQ(rows, packed);
           if (kind != Out::kF32Accumulate) return;
-          // Right: out = initial + dout_g @ W_g^T on the groups' rows, initial elsewhere.
-          for (size_t g = 0; g < c.sizes.size(); ++g) {
-            for (int64_t r = starts[g]; r < starts[g + 1]; ++r) {
-              for (int64_t j = 0; j < c.n; ++j) {
-                double sum = in.initial[r * c.n + j];
-                for (int64_t q = 0; q < c.k; ++q) {
-                  sum += double(in.dout[r * c.k + q]) * in.weight[(g * c.n + j) * c.k + q];
-                }
-                ASSERT_NEAR(rows[r * c.n + j], sum, 1e-4 * (1 + std::abs(sum)))
-                    << "row " << r << " col " << j;
-              }
+          // Right: the oracle on the groups' rows, initial elsewhere.
+          for (int64_t r = 0; r < starts.back(); ++r) {
+            for (int64_t j = 0; j < c.n; ++j) {
+              const float want = oracle[r * c.n + j];
+              ASSERT_NEAR(rows[r * c.n + j], want, 1e-4 * (1 + std::abs(want)))
+                  << "row " << r << " col " << j;
             }
           }
           for (int64_t r = starts.back(); r < c.m; ++r) {
